@@ -1,0 +1,3 @@
+module drover.dev/lib
+
+go 1.26.0
