@@ -1,0 +1,72 @@
+# drover: `make up` brings the dev stack up on this machine, `make test` runs everything.
+# Environment: DROVER_HOME (default .drover) holds the dev stack; DROVER_BIN (default bin)
+# the built binaries and Go tools; DEVSTACK_FLAGS passes flags to `devstack up`.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+export PATH := $(PATH):/usr/local/go/bin
+
+BIN ?= $(CURDIR)/bin
+DEVSTACK = go run ./integration/cmd/devstack
+DEVSTACK_FLAGS ?=
+
+.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build
+
+help:
+	@echo "make up                 install what is missing, start Postgres + BBS in the background (.drover/)"
+	@echo "make down               stop the dev stack and its Postgres"
+	@echo "make clean              make down, then delete .drover (database, certificates, logs)"
+	@echo "make status             show the dev stack's processes and health"
+	@echo "make test               proto-check, lint, unit and integration tests (what CI runs)"
+	@echo "make test-unit          unit tests only (lib, bbs, ctl)"
+	@echo "make test-integration   the integration suite only"
+	@echo "make build              build bbs, droverctl and devstack into bin/"
+	@echo "make proto              regenerate proto/gen with buf"
+	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
+	@echo "make lint               gofmt, go vet, buf lint"
+
+deps:
+	scripts/install-deps.sh
+
+up: deps
+	$(DEVSTACK) up $(DEVSTACK_FLAGS)
+
+# When devstack itself cannot be built, fall back to the pid files and postgres.sh.
+down:
+	@$(DEVSTACK) down || { \
+	  echo "devstack down failed: stopping BBS processes by their pid files" >&2; \
+	  for f in $${DROVER_HOME:-.drover}/bbs-*/bbs.pid; do \
+	    [ -f "$$f" ] || continue; pid=$$(cat "$$f"); \
+	    grep -qa bbs /proc/$$pid/cmdline 2>/dev/null && kill -9 $$pid; rm -f "$$f"; \
+	  done; \
+	  scripts/postgres.sh stop; }
+
+clean: down
+	rm -rf "$${DROVER_HOME:-.drover}"
+
+status:
+	$(DEVSTACK) status
+
+test:
+	scripts/test.sh all
+
+test-unit:
+	scripts/test.sh unit
+
+test-integration:
+	scripts/test.sh integration
+
+proto:
+	@scripts/install-deps.sh --check >/dev/null || scripts/install-deps.sh
+	scripts/proto.sh generate
+
+proto-check:
+	@scripts/install-deps.sh --check >/dev/null || scripts/install-deps.sh
+	scripts/proto.sh check
+
+lint:
+	@scripts/install-deps.sh --check >/dev/null || scripts/install-deps.sh
+	scripts/lint.sh
+
+build:
+	mkdir -p $(BIN)
+	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/test/bufconn"
+
+	"drover.dev/bbs/client"
+	"drover.dev/bbs/config"
+	"drover.dev/bbs/events"
+	"drover.dev/bbs/httpapi"
+	"drover.dev/bbs/server"
+	"drover.dev/bbs/store"
+	"drover.dev/lib/debugserver"
+	"drover.dev/lib/grpcserver"
+	"drover.dev/lib/httpserver"
+	auctioneerv1 "drover.dev/proto/gen/drover/auctioneer/v1"
+)
+
+const (
+	// inProcessBufferBytes sizes the bufconn pipe between the HTTP API and gRPC.
+	inProcessBufferBytes = 1 << 20
+	// inProcessTarget is the dial target of the in-process connection (any name works).
+	inProcessTarget = "passthrough:///bbs-in-process"
+	// backgroundWorkGrace bounds how long shutdown waits for side effects in flight.
+	backgroundWorkGrace = 10 * time.Second
+	// readHeaderTimeout bounds how long an HTTPS client may take to send its headers.
+	readHeaderTimeout = 10 * time.Second
+)
+
+// bbs is the process's shared wiring. Fields below the line are set by the members as
+// they start, and only read by members that start later.
+type bbs struct {
+	cfg        *config.Config
+	logger     *slog.Logger
+	level      *slog.LevelVar
+	registry   *prometheus.Registry
+	metrics    *grpcserver.Metrics
+	serverTLS  *tls.Config
+	reps       server.RepClientFactory
+	auctioneer *grpc.ClientConn // nil without auctioneer_address
+
+	db  *store.Postgres
+	hub *events.Hub
+	api *server.Server
+}
+
+// newBBS loads the certificates and prepares what every member shares.
+func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs, error) {
+	serverTLS, err := cfg.TLS.Server()
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	clientTLS, err := cfg.TLS.Client()
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	registry := debugserver.NewRegistry()
+	metrics, err := grpcserver.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	b := &bbs{
+		cfg:       cfg,
+		logger:    logger,
+		level:     level,
+		registry:  registry,
+		metrics:   metrics,
+		serverTLS: serverTLS,
+		reps:      server.NewRepClientFactory(clientTLS),
+	}
+	if cfg.AuctioneerAddress != "" {
+		b.auctioneer, err = grpc.NewClient(cfg.AuctioneerAddress, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+		if err != nil {
+			return nil, fmt.Errorf("auctioneer client: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// close releases the outbound connections.
+func (b *bbs) close() {
+	if closer, ok := b.reps.(io.Closer); ok {
+		_ = closer.Close()
+	}
+	if b.auctioneer != nil {
+		_ = b.auctioneer.Close()
+	}
+}
+
+// members starts the BBS in dependency order and stops it in reverse.
+func (b *bbs) members() ifrit.Runner {
+	return grouper.NewOrdered(os.Interrupt, grouper.Members{
+		{Name: "migrations", Runner: ifrit.RunFunc(b.runMigrations)},
+		{Name: "event-hub", Runner: ifrit.RunFunc(b.runEventHub)},
+		{Name: "grpc-server", Runner: ifrit.RunFunc(b.runGRPCServer)},
+		{Name: "http-server", Runner: ifrit.RunFunc(b.runHTTPServer)},
+		{Name: "debug-server", Runner: debugserver.New(b.cfg.DebugAddress, b.registry, b.level, b.logger)},
+	})
+}
+
+// runMigrations opens the store and migrates it, becomes ready, and closes the store
+// when signalled.
+func (b *bbs) runMigrations(signals <-chan os.Signal, ready chan<- struct{}) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := store.Open(ctx, store.Config{
+		URL:            b.cfg.DatabaseURL,
+		MaxConns:       int32(b.cfg.MaxDatabaseConnections),
+		EncryptionKeys: b.cfg.EncryptionKeys,
+		ActiveKeyLabel: b.cfg.ActiveKeyLabel,
+	}, b.logger)
+	if err != nil {
+		b.logger.Error("failed-to-open-store", "error", err.Error())
+		return err
+	}
+	defer db.Close()
+
+	b.logger.Info("migrations-starting")
+	migrated := make(chan error, 1)
+	go func() { migrated <- db.Migrate(ctx) }()
+	select {
+	case err := <-migrated:
+		if err != nil {
+			b.logger.Error("failed-to-migrate", "error", err.Error())
+			return fmt.Errorf("migrate: %w", err)
+		}
+	case <-signals:
+		cancel()
+		<-migrated
+		return nil
+	}
+	b.logger.Info("migrations-finished")
+	b.db = db
+	close(ready)
+	<-signals
+	return nil
+}
+
+// runEventHub runs the event hub until signalled.
+func (b *bbs) runEventHub(signals <-chan os.Signal, ready chan<- struct{}) error {
+	hub := events.NewHub(b.db, events.HubOptions{
+		Retention:  b.cfg.EventRetention.Duration(),
+		KeepEvents: b.cfg.EventRetentionCount,
+		Registerer: b.registry,
+	}, b.logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- hub.Run(ctx) }()
+	b.hub = hub
+	close(ready)
+	select {
+	case <-signals:
+		cancel()
+		<-stopped
+		return nil
+	case err := <-stopped:
+		b.logger.Error("event-hub-failed", "error", fmt.Sprint(err))
+		return fmt.Errorf("event hub stopped: %w", err)
+	}
+}
+
+// runGRPCServer registers the BBS services, reports SERVING and serves gRPC over mTLS;
+// once stopped it waits (bounded) for side effects still in flight.
+func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) error {
+	var auctioneer auctioneerv1.AuctioneerServiceClient
+	if b.auctioneer != nil {
+		auctioneer = auctioneerv1.NewAuctioneerServiceClient(b.auctioneer)
+	}
+	b.api = server.New(server.Deps{
+		DB:             b.db,
+		Hub:            b.hub,
+		Auctioneer:     auctioneer,
+		Reps:           b.reps,
+		Logger:         b.logger,
+		MaxTaskRetries: b.cfg.MaxTaskRetries,
+	})
+	srv, healthServer := b.newGRPCServer(b.serverTLS)
+	b.metrics.Initialize(srv)
+	grpcserver.SetServing(healthServer, srv)
+
+	err := grpcserver.New(b.cfg.GRPCAddress, srv, healthServer, b.logger).Run(signals, ready)
+	b.waitForBackgroundWork()
+	return err
+}
+
+// newGRPCServer makes a gRPC server with the BBS services and interceptors: metrics
+// outermost so that they see the final status, then validation and logging.
+func (b *bbs) newGRPCServer(tlsConfig *tls.Config) (*grpc.Server, *health.Server) {
+	srv, healthServer := grpcserver.NewServer(tlsConfig,
+		grpc.ChainUnaryInterceptor(b.metrics.UnaryInterceptor(), server.UnaryInterceptor(b.logger)),
+		grpc.ChainStreamInterceptor(b.metrics.StreamInterceptor(), server.StreamInterceptor(b.logger)),
+	)
+	b.api.Register(srv)
+	return srv, healthServer
+}
+
+// waitForBackgroundWork waits, at most backgroundWorkGrace, for the side effects
+// (auction requests, rep calls, task callbacks) that requests started.
+func (b *bbs) waitForBackgroundWork() {
+	done := make(chan struct{})
+	go func() {
+		b.api.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(backgroundWorkGrace):
+		b.logger.Error("background-work-still-running", "waited", backgroundWorkGrace.String())
+	}
+}
+
+// runHTTPServer serves the HTTP/JSON API over HTTPS with the gRPC server's mTLS policy.
+// The API calls the BBS services through an in-process gRPC server on a bufconn
+// listener, with the same services and interceptors as the network one.
+func (b *bbs) runHTTPServer(signals <-chan os.Signal, ready chan<- struct{}) error {
+	inProcess, inProcessHealth := b.newGRPCServer(nil)
+	lis := bufconn.Listen(inProcessBufferBytes)
+	conn, err := client.New(inProcessTarget, nil, grpc.WithContextDialer(
+		func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
+	))
+	if err != nil {
+		return fmt.Errorf("in-process client: %w", err)
+	}
+	defer conn.Close()
+
+	httpsServer := &http.Server{
+		Addr: b.cfg.HTTPAddress,
+		Handler: httpapi.New(conn, httpapi.Options{
+			MaxBodyBytes: b.cfg.MaxRequestBodyBytes,
+			Logger:       b.logger,
+		}),
+		TLSConfig:         b.serverTLS,
+		ReadHeaderTimeout: readHeaderTimeout,
+	}
+	inProcessLogger := b.logger.With("listener", "in-process")
+	return grouper.NewOrdered(os.Interrupt, grouper.Members{
+		{Name: "in-process-grpc", Runner: grpcserver.FromListener(lis, inProcess, inProcessHealth, inProcessLogger)},
+		{Name: "https", Runner: httpserver.New(httpsServer, b.logger)},
+	}).Run(signals, ready)
+}

@@ -1,0 +1,319 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/bbs/events"
+	"drover.dev/bbs/models"
+	"drover.dev/bbs/store"
+	"drover.dev/bbs/store/storetest"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// waitFor bounds every wait in these tests.
+const waitFor = 10 * time.Second
+
+// testCtx is a context that ends with the test.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// runHub starts a hub over db until the test ends.
+func runHub(t *testing.T, db store.EventDB, opts events.HubOptions) *events.Hub {
+	t.Helper()
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 50 * time.Millisecond
+	}
+	hub := events.NewHub(db, opts, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hub.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+	})
+	return hub
+}
+
+// writeTasks desires n tasks, each appending one task_created event.
+func writeTasks(t *testing.T, db store.TaskDB, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		def := &modelsv1.TaskDefinition{
+			Rootfs: "preloaded:cflinuxfs4",
+			Action: &modelsv1.Action{Action: &modelsv1.Action_Run{Run: &modelsv1.RunAction{Path: "/bin/true", User: "vcap"}}},
+		}
+		_, err := db.DesireTask(testCtx(t), fmt.Sprintf("%s-%d", prefix, i), "domain", def)
+		require.NoError(t, err)
+	}
+}
+
+// subscriber runs Hub.Subscribe in the background and collects what it sends.
+type subscriber struct {
+	events chan *modelsv1.Event
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func subscribe(t *testing.T, hub *events.Hub, after *uint64, cellID string) *subscriber {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &subscriber{events: make(chan *modelsv1.Event, 100000), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		s.done <- hub.Subscribe(ctx, after, cellID, func(e *modelsv1.Event) error {
+			s.events <- e
+			return nil
+		})
+	}()
+	return s
+}
+
+// take waits for n events.
+func (s *subscriber) take(t *testing.T, n int) []*modelsv1.Event {
+	t.Helper()
+	got := make([]*modelsv1.Event, 0, n)
+	deadline := time.After(waitFor)
+	for len(got) < n {
+		select {
+		case e := <-s.events:
+			got = append(got, e)
+		case err := <-s.done:
+			t.Fatalf("subscription ended after %d of %d events: %v", len(got), n, err)
+		case <-deadline:
+			t.Fatalf("only %d of %d events before the deadline", len(got), n)
+		}
+	}
+	return got
+}
+
+// end waits for Subscribe to return.
+func (s *subscriber) end(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("subscription did not end before the deadline")
+		return nil
+	}
+}
+
+func sequences(es []*modelsv1.Event) []uint64 {
+	seqs := make([]uint64, 0, len(es))
+	for _, e := range es {
+		seqs = append(seqs, e.GetSequence())
+	}
+	return seqs
+}
+
+func requireIncreasing(t *testing.T, seqs []uint64) {
+	t.Helper()
+	for i := 1; i < len(seqs); i++ {
+		require.Greater(t, seqs[i], seqs[i-1], "sequence %d", i)
+	}
+}
+
+func TestSubscribeCatchesUpInPagesThenFollows(t *testing.T) {
+	db := storetest.NewStore(t)
+	reg := prometheus.NewRegistry()
+	hub := runHub(t, db, events.HubOptions{PageSize: 7, Registerer: reg})
+	writeTasks(t, db, "old", 20)
+
+	zero := uint64(0)
+	sub := subscribe(t, hub, &zero, "")
+	old := sub.take(t, 20)
+	requireIncreasing(t, sequences(old))
+	for i, e := range old {
+		require.Equal(t, fmt.Sprintf("old-%d", i), e.GetTaskCreated().GetTask().GetTaskGuid())
+	}
+
+	writeTasks(t, db, "new", 5)
+	fresh := sub.take(t, 5)
+	requireIncreasing(t, append(sequences(old), sequences(fresh)...))
+	require.Equal(t, "new-4", fresh[4].GetTaskCreated().GetTask().GetTaskGuid())
+
+	require.Equal(t, 1.0, metricValue(t, reg, "drover_bbs_event_subscribers"))
+	require.Equal(t, 25.0, metricValue(t, reg, "drover_bbs_events_delivered_total"))
+
+	sub.cancel()
+	require.ErrorIs(t, sub.end(t), context.Canceled)
+	require.Equal(t, 0.0, metricValue(t, reg, "drover_bbs_event_subscribers"))
+}
+
+// metricValue reads a gauge or counter from the registry.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			m := f.GetMetric()[0]
+			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+func TestSubscribeWithoutCursorSendsOnlyNewEvents(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{})
+	writeTasks(t, db, "old", 3)
+	before, err := db.LatestSequence(testCtx(t))
+	require.NoError(t, err)
+
+	sub := subscribe(t, hub, nil, "")
+	// Subscribe gives no "ready" signal: write until the first event arrives.
+	deadline := time.Now().Add(waitFor)
+	for i := 0; len(sub.events) == 0; i++ {
+		require.True(t, time.Now().Before(deadline), "no event before the deadline")
+		writeTasks(t, db, fmt.Sprintf("new%d", i), 1)
+		time.Sleep(20 * time.Millisecond)
+	}
+	first := sub.take(t, 1)[0]
+	require.Greater(t, first.GetSequence(), before)
+}
+
+func TestResumeAfterLastSequenceLosesAndRepeatsNothing(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{PageSize: 4})
+	writeTasks(t, db, "a", 10)
+
+	zero := uint64(0)
+	first := subscribe(t, hub, &zero, "")
+	got := first.take(t, 6)
+	first.cancel()
+	require.ErrorIs(t, first.end(t), context.Canceled)
+
+	last := got[len(got)-1].GetSequence()
+	resumed := subscribe(t, hub, &last, "")
+	writeTasks(t, db, "b", 5)
+	rest := resumed.take(t, 9)
+
+	all := append(got, rest...)
+	requireIncreasing(t, sequences(all))
+	for i, e := range all {
+		want := fmt.Sprintf("a-%d", i)
+		if i >= 10 {
+			want = fmt.Sprintf("b-%d", i-10)
+		}
+		require.Equal(t, want, e.GetTaskCreated().GetTask().GetTaskGuid())
+	}
+	select {
+	case e := <-resumed.events:
+		t.Fatalf("unexpected extra event %d", e.GetSequence())
+	default:
+	}
+}
+
+func TestTwoHubsOnOneDatabaseDeliverTheSameSequence(t *testing.T) {
+	url := storetest.NewDatabase(t)
+	replicaA := openStore(t, url)
+	replicaB := openStore(t, url)
+	hubA := runHub(t, replicaA, events.HubOptions{})
+	hubB := runHub(t, replicaB, events.HubOptions{})
+
+	zero := uint64(0)
+	subA := subscribe(t, hubA, &zero, "")
+	subB := subscribe(t, hubB, &zero, "")
+	// Writers on both replicas, interleaved.
+	for i := range 10 {
+		writeTasks(t, replicaA, fmt.Sprintf("a%d", i), 1)
+		writeTasks(t, replicaB, fmt.Sprintf("b%d", i), 1)
+	}
+	gotA, gotB := subA.take(t, 20), subB.take(t, 20)
+	requireIncreasing(t, sequences(gotA))
+	require.Equal(t, sequences(gotA), sequences(gotB))
+	for i := range gotA {
+		require.Equal(t, gotA[i].GetTaskCreated().GetTask().GetTaskGuid(), gotB[i].GetTaskCreated().GetTask().GetTaskGuid())
+	}
+}
+
+// openStore opens and migrates another store (a replica) on an existing database.
+func openStore(t *testing.T, url string) *store.Postgres {
+	t.Helper()
+	return storetest.NewStoreWithConfig(t, store.Config{URL: url})
+}
+
+func TestSlowSubscriberBlocksNeitherWritersNorOthers(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{PageSize: 10})
+	zero := uint64(0)
+
+	stuck := make(chan struct{})
+	stuckCtx, cancelStuck := context.WithCancel(context.Background())
+	stuckDone := make(chan error, 1)
+	go func() {
+		stuckDone <- hub.Subscribe(stuckCtx, &zero, "", func(*modelsv1.Event) error {
+			select {
+			case stuck <- struct{}{}:
+			default:
+			}
+			<-stuckCtx.Done() // never finishes sending
+			return stuckCtx.Err()
+		})
+	}()
+	reader := subscribe(t, hub, &zero, "")
+
+	const writes = 200
+	writeTasks(t, db, "w", 1)
+	<-stuck // the slow subscriber is now blocked inside send
+	writeTasks(t, db, "w-more", writes-1)
+
+	got := reader.take(t, writes)
+	requireIncreasing(t, sequences(got))
+	cancelStuck()
+	require.ErrorIs(t, <-stuckDone, context.Canceled)
+}
+
+func TestSendErrorEndsTheSubscription(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{})
+	writeTasks(t, db, "t", 2)
+	zero := uint64(0)
+	boom := errors.New("client went away")
+	calls := 0
+	err := hub.Subscribe(testCtx(t), &zero, "", func(*modelsv1.Event) error {
+		calls++
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, 1, calls)
+	require.Error(t, hub.Subscribe(testCtx(t), &zero, "", nil), "nil send is refused")
+}
+
+func TestResyncRequiredAfterPruning(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{Retention: time.Nanosecond, KeepEvents: 1, PruneInterval: 10 * time.Millisecond})
+	writeTasks(t, db, "t", 5)
+	latest, err := db.LatestSequence(testCtx(t))
+	require.NoError(t, err)
+
+	zero := uint64(0)
+	deadline := time.Now().Add(waitFor)
+	for {
+		ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+		err := hub.Subscribe(ctx, &zero, "", func(*modelsv1.Event) error { return nil })
+		cancel()
+		if errors.Is(err, models.ErrResyncRequired) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no resync before the deadline, last error: %v", err)
+	}
+
+	// A cursor at the newest event is still good.
+	sub := subscribe(t, hub, &latest, "")
+	writeTasks(t, db, "after", 1)
+	require.Equal(t, "after-0", sub.take(t, 1)[0].GetTaskCreated().GetTask().GetTaskGuid())
+}

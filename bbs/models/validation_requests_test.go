@@ -1,0 +1,200 @@
+package models_test
+
+import (
+	"strings"
+	"testing"
+
+	"drover.dev/bbs/models"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func TestValidateRequestAcceptsValidRequests(t *testing.T) {
+	key := &modelsv1.ActualLRPKey{ProcessGuid: "pg", Index: 0, Domain: "d"}
+	ik := &modelsv1.ActualLRPInstanceKey{InstanceGuid: "ig", CellId: "cell"}
+	cases := []any{
+		&bbsv1.DesireLRPRequest{DesiredLrp: seedDesiredLRP(t)},
+		&bbsv1.UpdateDesiredLRPRequest{ProcessGuid: "pg", Update: &modelsv1.DesiredLRPUpdate{Instances: proto.Int32(0)}},
+		&bbsv1.UpdateDesiredLRPRequest{ProcessGuid: "pg", Update: &modelsv1.DesiredLRPUpdate{ClearRoutes: true}},
+		&bbsv1.RemoveDesiredLRPRequest{ProcessGuid: "pg"},
+		&bbsv1.GetDesiredLRPRequest{ProcessGuid: "pg"},
+		&bbsv1.GetDesiredLRPSchedulingInfoRequest{ProcessGuid: "pg"},
+		&bbsv1.ListDesiredLRPsRequest{},
+		&bbsv1.ListActualLRPsRequest{Index: proto.Int32(0)},
+		&bbsv1.ClaimActualLRPRequest{ProcessGuid: "pg", ActualLrpInstanceKey: ik},
+		&bbsv1.StartActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: ik, ActualLrpNetInfo: &modelsv1.ActualLRPNetInfo{Address: "10.0.0.1"}},
+		&bbsv1.CrashActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: ik},
+		&bbsv1.FailActualLRPRequest{ActualLrpKey: key, ErrorMessage: "insufficient resources"},
+		&bbsv1.RemoveActualLRPRequest{ProcessGuid: "pg", Index: 1},
+		&bbsv1.RemoveActualLRPRequest{ProcessGuid: "pg", Index: 1, ActualLrpInstanceKey: ik},
+		&bbsv1.RetireActualLRPRequest{ActualLrpKey: &modelsv1.ActualLRPKey{ProcessGuid: "pg", Index: 2}},
+		&bbsv1.DesireTaskRequest{TaskGuid: "tg", Domain: "d", TaskDefinition: validTaskDefinition()},
+		&bbsv1.StartTaskRequest{TaskGuid: "tg", CellId: "cell"},
+		&bbsv1.CompleteTaskRequest{TaskGuid: "tg", CellId: "cell", Failed: true},
+		&bbsv1.GetTaskRequest{TaskGuid: "tg"},
+		&bbsv1.CancelTaskRequest{TaskGuid: "tg"},
+		&bbsv1.FailTaskRequest{TaskGuid: "tg"},
+		&bbsv1.RejectTaskRequest{TaskGuid: "tg"},
+		&bbsv1.ResolvingTaskRequest{TaskGuid: "tg"},
+		&bbsv1.DeleteTaskRequest{TaskGuid: "tg"},
+		&bbsv1.ListTasksRequest{},
+		&bbsv1.UpsertDomainRequest{Domain: "d"},
+		&bbsv1.HeartbeatCellRequest{CellPresence: validCellPresence(), TtlSeconds: 15},
+		&bbsv1.RemoveCellRequest{CellId: "cell"},
+		&bbsv1.AcquireLockRequest{Key: "auctioneer", Owner: "a-1", TtlSeconds: 15},
+		&bbsv1.ReleaseLockRequest{Key: "auctioneer", Owner: "a-1"},
+		&bbsv1.FetchLockRequest{Key: "auctioneer"},
+		&bbsv1.SubscribeRequest{},
+		(*bbsv1.SubscribeRequest)(nil),
+		"not a request",
+		nil,
+	}
+	for _, req := range cases {
+		t.Run(typeName(req), func(t *testing.T) {
+			require.NoError(t, models.ValidateRequest(req))
+		})
+	}
+}
+
+func typeName(req any) string {
+	if m, ok := req.(proto.Message); ok && m != nil {
+		return string(m.ProtoReflect().Descriptor().Name())
+	}
+	return "other"
+}
+
+func TestValidateRequestRejectsInvalidRequests(t *testing.T) {
+	noSecond := seedDesiredLRP(t)
+	noSecond.ProcessGuid = "bad/guid"
+	cases := []struct {
+		name string
+		req  any
+		want []string
+	}{
+		{"desire lrp nil", &bbsv1.DesireLRPRequest{}, []string{"invalid field desired_lrp: required"}},
+		{"desire lrp typed nil", (*bbsv1.DesireLRPRequest)(nil), []string{"invalid field desired_lrp: required"}},
+		{"desire lrp invalid", &bbsv1.DesireLRPRequest{DesiredLrp: noSecond}, []string{"invalid field process_guid: must match"}},
+		{"update guid and nil update", &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: "a b"}, []string{"invalid field process_guid: must match", "invalid field update: required"}},
+		{"update rules", &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: "pg", Update: &modelsv1.DesiredLRPUpdate{
+			Instances:     proto.Int32(-1),
+			Annotation:    proto.String(strings.Repeat("a", models.MaxAnnotationLength+1)),
+			Routes:        map[string]*structpb.Value{"cf-router": structpb.NewStringValue(strings.Repeat("r", models.MaxRoutesLength))},
+			ClearRoutes:   true,
+			MetricTags:    map[string]*modelsv1.MetricTagValue{"t": {}},
+			ImageUsername: proto.String("u"),
+		}}, []string{
+			"invalid field instances: must be >= 0", "invalid field annotation: must be at most 10240 bytes",
+			"invalid field routes: must be at most", "invalid field clear_routes: must not be set together with routes",
+			"invalid field metric_tags[t]: must set exactly one", "invalid field image_password: required when image_username is set",
+		}},
+		{"update credentials both present, one empty", &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: "pg", Update: &modelsv1.DesiredLRPUpdate{
+			ImageUsername: proto.String(""), ImagePassword: proto.String("p"),
+		}}, []string{"invalid field image_username: required when image_password is set"}},
+		{"remove desired", &bbsv1.RemoveDesiredLRPRequest{}, []string{"invalid field process_guid: required"}},
+		{"get desired", &bbsv1.GetDesiredLRPRequest{}, []string{"invalid field process_guid: required"}},
+		{"get scheduling info", &bbsv1.GetDesiredLRPSchedulingInfoRequest{}, []string{"invalid field process_guid: required"}},
+		{"list actuals negative index", &bbsv1.ListActualLRPsRequest{Index: proto.Int32(-1)}, []string{"invalid field index: must be >= 0"}},
+		{"claim", &bbsv1.ClaimActualLRPRequest{Index: -1}, []string{"invalid field process_guid: required", "invalid field index: must be >= 0", "invalid field actual_lrp_instance_key: required"}},
+		{"claim empty instance key", &bbsv1.ClaimActualLRPRequest{ProcessGuid: "pg", ActualLrpInstanceKey: &modelsv1.ActualLRPInstanceKey{}}, []string{
+			"invalid field actual_lrp_instance_key.instance_guid: required", "invalid field actual_lrp_instance_key.cell_id: required",
+		}},
+		{"start", &bbsv1.StartActualLRPRequest{ActualLrpKey: &modelsv1.ActualLRPKey{Index: -1}}, []string{
+			"invalid field actual_lrp_key.process_guid: required", "invalid field actual_lrp_key.index: must be >= 0",
+			"invalid field actual_lrp_key.domain: required", "invalid field actual_lrp_instance_key: required", "invalid field actual_lrp_net_info: required",
+		}},
+		{"start without address", &bbsv1.StartActualLRPRequest{
+			ActualLrpKey: &modelsv1.ActualLRPKey{ProcessGuid: "pg", Domain: "d"}, ActualLrpInstanceKey: &modelsv1.ActualLRPInstanceKey{InstanceGuid: "i", CellId: "c"},
+			ActualLrpNetInfo: &modelsv1.ActualLRPNetInfo{InstanceAddress: "10.1.1.1"},
+		}, []string{"invalid field actual_lrp_net_info.address: required"}},
+		{"crash", &bbsv1.CrashActualLRPRequest{}, []string{"invalid field actual_lrp_key: required", "invalid field actual_lrp_instance_key: required"}},
+		{"fail", &bbsv1.FailActualLRPRequest{ActualLrpKey: &modelsv1.ActualLRPKey{ProcessGuid: "pg"}}, []string{"invalid field actual_lrp_key.domain: required", "invalid field error_message: required"}},
+		{"remove actual", &bbsv1.RemoveActualLRPRequest{Index: -1, ActualLrpInstanceKey: &modelsv1.ActualLRPInstanceKey{CellId: "c"}}, []string{
+			"invalid field process_guid: required", "invalid field index: must be >= 0", "invalid field actual_lrp_instance_key.instance_guid: required",
+		}},
+		{"retire", &bbsv1.RetireActualLRPRequest{ActualLrpKey: &modelsv1.ActualLRPKey{Index: -1}}, []string{
+			"invalid field actual_lrp_key.process_guid: required", "invalid field actual_lrp_key.index: must be >= 0",
+		}},
+		{"retire without key", &bbsv1.RetireActualLRPRequest{}, []string{"invalid field actual_lrp_key: required"}},
+		{"desire task", &bbsv1.DesireTaskRequest{TaskGuid: "t g"}, []string{
+			"invalid field task_guid: must match", "invalid field domain: required", "invalid field task_definition: required",
+		}},
+		{"desire task definition", &bbsv1.DesireTaskRequest{TaskGuid: "tg", Domain: "d", TaskDefinition: &modelsv1.TaskDefinition{MemoryMb: -1}}, []string{
+			"invalid field task_definition.rootfs: required", "invalid field task_definition.action: required", "invalid field task_definition.memory_mb: must be >= 0",
+		}},
+		{"start task", &bbsv1.StartTaskRequest{}, []string{"invalid field task_guid: required", "invalid field cell_id: required"}},
+		{"complete task", &bbsv1.CompleteTaskRequest{TaskGuid: "tg"}, []string{"invalid field cell_id: required"}},
+		{"get task", &bbsv1.GetTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"cancel task", &bbsv1.CancelTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"fail task", &bbsv1.FailTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"reject task", &bbsv1.RejectTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"resolving task", &bbsv1.ResolvingTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"delete task", &bbsv1.DeleteTaskRequest{}, []string{"invalid field task_guid: required"}},
+		{"upsert domain", &bbsv1.UpsertDomainRequest{TtlSeconds: 10}, []string{"invalid field domain: required"}},
+		{"heartbeat", &bbsv1.HeartbeatCellRequest{}, []string{"invalid field cell_presence: required", "invalid field ttl_seconds: must be > 0"}},
+		{"heartbeat presence", &bbsv1.HeartbeatCellRequest{CellPresence: &modelsv1.CellPresence{RepUrl: "ftp://x"}, TtlSeconds: 1}, []string{
+			"invalid field cell_presence.cell_id: required", "invalid field cell_presence.rep_address: required",
+			"invalid field cell_presence.rep_url: must start with http:// or https://", "invalid field cell_presence.capacity: required",
+		}},
+		{"remove cell", &bbsv1.RemoveCellRequest{}, []string{"invalid field cell_id: required"}},
+		{"acquire lock", &bbsv1.AcquireLockRequest{}, []string{"invalid field key: required", "invalid field owner: required", "invalid field ttl_seconds: must be > 0"}},
+		{"release lock", &bbsv1.ReleaseLockRequest{Key: "k"}, []string{"invalid field owner: required"}},
+		{"fetch lock", &bbsv1.FetchLockRequest{}, []string{"invalid field key: required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			requireInvalid(t, models.ValidateRequest(tc.req), tc.want...)
+		})
+	}
+}
+
+func TestValidateCellPresence(t *testing.T) {
+	require.NoError(t, models.ValidateCellPresence(validCellPresence()))
+	withHTTP := validCellPresence()
+	withHTTP.RepUrl = "http://cell"
+	withHTTP.Capacity.DiskMb = 0
+	require.NoError(t, models.ValidateCellPresence(withHTTP))
+
+	requireInvalid(t, models.ValidateCellPresence(nil), "invalid field cell_presence: required")
+	bad := validCellPresence()
+	bad.Capacity = &modelsv1.CellCapacity{MemoryMb: 0, DiskMb: -1, Containers: 0}
+	bad.Annotations = map[string]string{"": "v", "k": ""}
+	requireInvalid(t, models.ValidateCellPresence(bad),
+		"invalid field capacity.memory_mb: must be > 0", "invalid field capacity.disk_mb: must be >= 0",
+		"invalid field capacity.containers: must be > 0", "invalid field annotations[]: key must not be empty",
+		"invalid field annotations[k]: value must not be empty")
+}
+
+func TestValidateTaskDefinition(t *testing.T) {
+	require.NoError(t, models.ValidateTaskDefinition(validTaskDefinition()))
+	requireInvalid(t, models.ValidateTaskDefinition(nil), "invalid field task_definition: required")
+
+	def := validTaskDefinition()
+	def.Rootfs = "no-scheme"
+	def.DiskMb, def.MaxPids = -1, -1
+	def.Annotation = strings.Repeat("a", models.MaxAnnotationLength+1)
+	def.EgressRules = []*modelsv1.EgressRule{{Protocol: "tcp", Destinations: []string{"1.1.1.1"}}}
+	def.ImageUsername = "u"
+	def.CachedDependencies = []*modelsv1.CachedDependency{{From: "f"}}
+	def.ImageLayers = []*modelsv1.ImageLayer{{Url: "u", DestinationPath: "/d", LayerType: modelsv1.ImageLayer_LAYER_TYPE_EXCLUSIVE, MediaType: modelsv1.ImageLayer_MEDIA_TYPE_TGZ, DigestAlgorithm: "sha512", DigestValue: "x"}}
+	requireInvalid(t, models.ValidateTaskDefinition(def),
+		"invalid field rootfs: must be a URL with a scheme", "invalid field disk_mb: must be >= 0",
+		"invalid field max_pids: must be >= 0", "invalid field annotation: must be at most",
+		"invalid field egress_rules[0]: tcp and udp rules need exactly one of ports or port_range",
+		"invalid field image_password: required when image_username is set",
+		"invalid field cached_dependencies[0].to: required",
+		"invalid field legacy_download_user: required when an image layer is EXCLUSIVE")
+}
+
+func TestValidateDesiredLRPUpdate(t *testing.T) {
+	require.NoError(t, models.ValidateDesiredLRPUpdate(&modelsv1.DesiredLRPUpdate{}))
+	require.NoError(t, models.ValidateDesiredLRPUpdate(&modelsv1.DesiredLRPUpdate{
+		ImageUsername: proto.String("u"), ImagePassword: proto.String("p"),
+		MetricTags: map[string]*modelsv1.MetricTagValue{"i": {Dynamic: modelsv1.MetricTagValue_DYNAMIC_INDEX}},
+	}))
+	requireInvalid(t, models.ValidateDesiredLRPUpdate(nil), "invalid field update: required")
+	requireInvalid(t, models.ValidateDesiredLRPUpdate(&modelsv1.DesiredLRPUpdate{ImagePassword: proto.String("p")}),
+		"invalid field image_username: required when image_password is set")
+}

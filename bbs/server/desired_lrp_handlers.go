@@ -1,0 +1,116 @@
+package server
+
+import (
+	"context"
+
+	"drover.dev/bbs/models"
+	"drover.dev/bbs/store"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+)
+
+// desiredLRPService implements bbsv1.DesiredLRPServiceServer.
+type desiredLRPService struct {
+	bbsv1.UnimplementedDesiredLRPServiceServer
+	*Server
+}
+
+// DesireLRP stores the LRP with its UNCLAIMED instances and asks for their placement.
+func (s *desiredLRPService) DesireLRP(ctx context.Context, req *bbsv1.DesireLRPRequest) (*bbsv1.DesireLRPResponse, error) {
+	lrp := req.GetDesiredLrp()
+	if lrp == nil {
+		return nil, missing("desired_lrp")
+	}
+	models.PrepareDesiredLRP(lrp)
+	change, err := s.db.DesireLRP(ctx, lrp)
+	if err != nil {
+		return nil, err
+	}
+	desired := change.After
+	if desired == nil {
+		desired = lrp
+	}
+	s.auctionCreated(desired, change.Created)
+	return &bbsv1.DesireLRPResponse{}, nil
+}
+
+// UpdateDesiredLRP applies the update, auctions new instances and stops extra ones.
+func (s *desiredLRPService) UpdateDesiredLRP(ctx context.Context, req *bbsv1.UpdateDesiredLRPRequest) (*bbsv1.UpdateDesiredLRPResponse, error) {
+	if req.GetUpdate() == nil {
+		return nil, missing("update")
+	}
+	change, err := s.db.UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
+	if err != nil {
+		return nil, err
+	}
+	s.auctionCreated(change.After, change.Created)
+	s.stopActualLRPs(change.ToStop, 1)
+	return &bbsv1.UpdateDesiredLRPResponse{}, nil
+}
+
+// RemoveDesiredLRP deletes the LRP and stops its placed instances.
+func (s *desiredLRPService) RemoveDesiredLRP(ctx context.Context, req *bbsv1.RemoveDesiredLRPRequest) (*bbsv1.RemoveDesiredLRPResponse, error) {
+	change, err := s.db.RemoveDesiredLRP(ctx, req.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	s.stopActualLRPs(change.ToStop, 1)
+	return &bbsv1.RemoveDesiredLRPResponse{}, nil
+}
+
+// GetDesiredLRP fetches one LRP.
+func (s *desiredLRPService) GetDesiredLRP(ctx context.Context, req *bbsv1.GetDesiredLRPRequest) (*bbsv1.GetDesiredLRPResponse, error) {
+	lrp, err := s.db.GetDesiredLRP(ctx, req.GetProcessGuid())
+	if err != nil {
+		return nil, err
+	}
+	return &bbsv1.GetDesiredLRPResponse{DesiredLrp: lrp}, nil
+}
+
+// ListDesiredLRPs lists full LRPs.
+func (s *desiredLRPService) ListDesiredLRPs(ctx context.Context, req *bbsv1.ListDesiredLRPsRequest) (*bbsv1.ListDesiredLRPsResponse, error) {
+	lrps, err := s.db.ListDesiredLRPs(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	if err != nil {
+		return nil, err
+	}
+	return &bbsv1.ListDesiredLRPsResponse{DesiredLrps: lrps}, nil
+}
+
+// ListDesiredLRPSchedulingInfos lists the scheduling views.
+func (s *desiredLRPService) ListDesiredLRPSchedulingInfos(ctx context.Context, req *bbsv1.ListDesiredLRPSchedulingInfosRequest) (*bbsv1.ListDesiredLRPSchedulingInfosResponse, error) {
+	infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	if err != nil {
+		return nil, err
+	}
+	return &bbsv1.ListDesiredLRPSchedulingInfosResponse{SchedulingInfos: infos}, nil
+}
+
+// GetDesiredLRPSchedulingInfo fetches one scheduling view.
+func (s *desiredLRPService) GetDesiredLRPSchedulingInfo(ctx context.Context, req *bbsv1.GetDesiredLRPSchedulingInfoRequest) (*bbsv1.GetDesiredLRPSchedulingInfoResponse, error) {
+	guid := req.GetProcessGuid()
+	if guid == "" {
+		return nil, missing("process_guid")
+	}
+	infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: []string{guid}})
+	if err != nil {
+		return nil, err
+	}
+	if len(infos) == 0 {
+		return nil, models.NewError(models.ErrTypeResourceNotFound, "desired lrp %q not found", guid)
+	}
+	return &bbsv1.GetDesiredLRPSchedulingInfoResponse{SchedulingInfo: infos[0]}, nil
+}
+
+// ListDesiredLRPRoutingInfos lists the routing views.
+func (s *desiredLRPService) ListDesiredLRPRoutingInfos(ctx context.Context, req *bbsv1.ListDesiredLRPRoutingInfosRequest) (*bbsv1.ListDesiredLRPRoutingInfosResponse, error) {
+	infos, err := s.db.ListRoutingInfos(ctx, req.GetProcessGuids())
+	if err != nil {
+		return nil, err
+	}
+	return &bbsv1.ListDesiredLRPRoutingInfosResponse{RoutingInfos: infos}, nil
+}
+
+// missing is the error for a required field the request lacks (normally caught
+// earlier by the validating interceptor).
+func missing(field string) error {
+	return models.NewError(models.ErrTypeInvalidRequest, "invalid field %s: required", field)
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"drover.dev/bbs/crypt"
+	"drover.dev/bbs/models"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultMaxConns is the pool size when Config.MaxConns is zero.
+const DefaultMaxConns = 50
+
+// Config says how to reach Postgres and how to encrypt data at rest.
+type Config struct {
+	// URL is a libpq-style connection string, e.g. postgres://user@host:5432/db?sslmode=disable.
+	URL string
+	// MaxConns caps the connection pool; 0 means DefaultMaxConns.
+	MaxConns int32
+	// EncryptionKeys maps key labels to passphrases; ActiveKeyLabel picks the one new data uses.
+	EncryptionKeys map[string]string
+	ActiveKeyLabel string
+	// Clock is the time source for since, expiry and event times; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Postgres is the Postgres implementation of DB. It is safe for concurrent use and keeps
+// no state that other BBS replicas need: all of it lives in the database.
+type Postgres struct {
+	pool    *pgxpool.Pool
+	crypt   *crypt.Cryptor
+	clock   func() time.Time
+	restart models.RestartPolicy
+	logger  *slog.Logger
+}
+
+var _ DB = (*Postgres)(nil)
+
+// Open builds the connection pool and the cryptor. It does not connect yet: call Ping
+// or Migrate to find out whether the database is reachable.
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Postgres, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("store: database URL is required")
+	}
+	cryptor, err := crypt.New(cfg.EncryptionKeys, cfg.ActiveKeyLabel)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	poolConfig, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("store: parsing the database URL: %w", err)
+	}
+	poolConfig.MaxConns = cfg.MaxConns
+	if poolConfig.MaxConns <= 0 {
+		poolConfig.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolConfig)
+	if err != nil {
+		return nil, fmt.Errorf("store: creating the connection pool: %w", err)
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Postgres{
+		pool:    pool,
+		crypt:   cryptor,
+		clock:   clock,
+		restart: models.DefaultRestartPolicy(),
+		logger:  logger.With("component", "store"),
+	}, nil
+}
+
+// Close closes every pooled connection; it waits for connections in use to come back.
+func (p *Postgres) Close() { p.pool.Close() }
+
+// Ping checks that Postgres answers.
+func (p *Postgres) Ping(ctx context.Context) error {
+	if err := p.pool.Ping(ctx); err != nil {
+		return unavailable("ping", err)
+	}
+	return nil
+}
+
+// Stat reports the connection pool's counters, for metrics.
+func (p *Postgres) Stat() *pgxpool.Stat { return p.pool.Stat() }
+
+func (p *Postgres) now() time.Time { return p.clock() }

@@ -1,0 +1,268 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+
+	"drover.dev/bbs/models"
+	"drover.dev/ctl/commands"
+	"drover.dev/ctl/target"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// testNow is the clock every test run of droverctl sees.
+var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// fakeBBS serves canned state over gRPC with mutual TLS and records every request.
+// Its state is set before it starts serving and only read afterwards.
+type fakeBBS struct {
+	mu       sync.Mutex // guards requests
+	desired  []*modelsv1.DesiredLRP
+	actual   []*modelsv1.ActualLRP
+	tasks    []*modelsv1.Task
+	cells    []*modelsv1.CellPresence
+	locks    []*modelsv1.Lock
+	domains  []string
+	requests []proto.Message
+	// subscribe serves EventService.Subscribe; the default replays nothing and waits.
+	subscribe func(*bbsv1.SubscribeRequest, grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error
+	// hang makes ListLocks wait until the client gives up.
+	hang bool
+}
+
+// fakeTarget is a running fakeBBS and the Env that finds it by discovery.
+type fakeTarget struct {
+	bbs  *fakeBBS
+	env  commands.Env
+	addr string
+	pki  testPKI
+}
+
+// startFakeBBS runs a fakeBBS, its state filled in by setup before it serves, on
+// 127.0.0.1 with certificates in <tmp>/.drover/certs. The returned Env starts
+// discovery two levels below <tmp> and only sets the address.
+func startFakeBBS(t *testing.T, setup func(*fakeBBS)) *fakeTarget {
+	t.Helper()
+	root := t.TempDir()
+	pki := newTestPKI(t, filepath.Join(root, target.HomeDirName, "certs"))
+	serverTLS, err := pki.server.Server()
+	require.NoError(t, err)
+
+	f := &fakeBBS{}
+	if setup != nil {
+		setup(f)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	bbsv1.RegisterDesiredLRPServiceServer(srv, desiredServer{fakeBBS: f})
+	bbsv1.RegisterActualLRPServiceServer(srv, actualServer{fakeBBS: f})
+	bbsv1.RegisterTaskServiceServer(srv, taskServer{fakeBBS: f})
+	bbsv1.RegisterDomainServiceServer(srv, domainServer{fakeBBS: f})
+	bbsv1.RegisterCellServiceServer(srv, cellServer{fakeBBS: f})
+	bbsv1.RegisterLockServiceServer(srv, lockServer{fakeBBS: f})
+	bbsv1.RegisterEventServiceServer(srv, eventServer{fakeBBS: f})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+
+	workDir := filepath.Join(root, "project", "sub")
+	require.NoError(t, os.MkdirAll(workDir, 0o755))
+	return &fakeTarget{
+		bbs:  f,
+		addr: lis.Addr().String(),
+		pki:  pki,
+		env: commands.Env{
+			Vars:    map[string]string{target.EnvAddress: lis.Addr().String()},
+			WorkDir: workDir,
+			Now:     func() time.Time { return testNow },
+		},
+	}
+}
+
+// result is what one droverctl run printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs droverctl in env with args.
+func run(t *testing.T, env commands.Env, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := commands.Run(ctx, args, &stdout, &stderr, env)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+func (f *fakeBBS) record(req proto.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, proto.Clone(req))
+}
+
+// recorded returns the requests received so far.
+func (f *fakeBBS) recorded() []proto.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+// lastRequest is the latest request, which must exist.
+func (f *fakeBBS) lastRequest(t *testing.T) proto.Message {
+	t.Helper()
+	reqs := f.recorded()
+	require.NotEmpty(t, reqs, "the fake BBS received no request")
+	return reqs[len(reqs)-1]
+}
+
+type desiredServer struct {
+	bbsv1.UnimplementedDesiredLRPServiceServer
+	*fakeBBS
+}
+
+func (s desiredServer) ListDesiredLRPs(_ context.Context, req *bbsv1.ListDesiredLRPsRequest) (*bbsv1.ListDesiredLRPsResponse, error) {
+	s.record(req)
+	resp := &bbsv1.ListDesiredLRPsResponse{}
+	for _, d := range s.desired {
+		if req.GetDomain() == "" || d.GetDomain() == req.GetDomain() {
+			resp.DesiredLrps = append(resp.DesiredLrps, d)
+		}
+	}
+	return resp, nil
+}
+
+func (s desiredServer) GetDesiredLRP(_ context.Context, req *bbsv1.GetDesiredLRPRequest) (*bbsv1.GetDesiredLRPResponse, error) {
+	s.record(req)
+	for _, d := range s.desired {
+		if d.GetProcessGuid() == req.GetProcessGuid() {
+			return &bbsv1.GetDesiredLRPResponse{DesiredLrp: d}, nil
+		}
+	}
+	return nil, models.NewError(models.ErrTypeResourceNotFound, "desired LRP %s not found", req.GetProcessGuid())
+}
+
+func (s desiredServer) DesireLRP(_ context.Context, req *bbsv1.DesireLRPRequest) (*bbsv1.DesireLRPResponse, error) {
+	s.record(req)
+	return &bbsv1.DesireLRPResponse{}, nil
+}
+
+func (s desiredServer) UpdateDesiredLRP(_ context.Context, req *bbsv1.UpdateDesiredLRPRequest) (*bbsv1.UpdateDesiredLRPResponse, error) {
+	s.record(req)
+	return &bbsv1.UpdateDesiredLRPResponse{}, nil
+}
+
+func (s desiredServer) RemoveDesiredLRP(_ context.Context, req *bbsv1.RemoveDesiredLRPRequest) (*bbsv1.RemoveDesiredLRPResponse, error) {
+	s.record(req)
+	return &bbsv1.RemoveDesiredLRPResponse{}, nil
+}
+
+type actualServer struct {
+	bbsv1.UnimplementedActualLRPServiceServer
+	*fakeBBS
+}
+
+// ListActualLRPs filters like the BBS and streams the rows two per batch.
+func (s actualServer) ListActualLRPs(req *bbsv1.ListActualLRPsRequest, stream grpc.ServerStreamingServer[bbsv1.ListActualLRPsResponse]) error {
+	s.record(req)
+	var batch []*modelsv1.ActualLRP
+	for _, a := range s.actual {
+		if (req.GetDomain() == "" || a.GetDomain() == req.GetDomain()) &&
+			(req.GetCellId() == "" || a.GetCellId() == req.GetCellId()) &&
+			(req.GetProcessGuid() == "" || a.GetProcessGuid() == req.GetProcessGuid()) &&
+			(req.Index == nil || a.GetIndex() == req.GetIndex()) {
+			batch = append(batch, a)
+		}
+		if len(batch) == 2 {
+			if err := stream.Send(&bbsv1.ListActualLRPsResponse{ActualLrps: batch}); err != nil {
+				return err
+			}
+			batch = nil
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	return stream.Send(&bbsv1.ListActualLRPsResponse{ActualLrps: batch})
+}
+
+func (s actualServer) RetireActualLRP(_ context.Context, req *bbsv1.RetireActualLRPRequest) (*bbsv1.RetireActualLRPResponse, error) {
+	s.record(req)
+	return &bbsv1.RetireActualLRPResponse{}, nil
+}
+
+type taskServer struct {
+	bbsv1.UnimplementedTaskServiceServer
+	*fakeBBS
+}
+
+func (s taskServer) ListTasks(_ context.Context, req *bbsv1.ListTasksRequest) (*bbsv1.ListTasksResponse, error) {
+	s.record(req)
+	return &bbsv1.ListTasksResponse{Tasks: s.tasks}, nil
+}
+
+type domainServer struct {
+	bbsv1.UnimplementedDomainServiceServer
+	*fakeBBS
+}
+
+func (s domainServer) ListDomains(_ context.Context, req *bbsv1.ListDomainsRequest) (*bbsv1.ListDomainsResponse, error) {
+	s.record(req)
+	return &bbsv1.ListDomainsResponse{Domains: s.domains}, nil
+}
+
+func (s domainServer) UpsertDomain(_ context.Context, req *bbsv1.UpsertDomainRequest) (*bbsv1.UpsertDomainResponse, error) {
+	s.record(req)
+	return &bbsv1.UpsertDomainResponse{}, nil
+}
+
+type cellServer struct {
+	bbsv1.UnimplementedCellServiceServer
+	*fakeBBS
+}
+
+func (s cellServer) ListCells(_ context.Context, req *bbsv1.ListCellsRequest) (*bbsv1.ListCellsResponse, error) {
+	s.record(req)
+	return &bbsv1.ListCellsResponse{Cells: s.cells}, nil
+}
+
+type lockServer struct {
+	bbsv1.UnimplementedLockServiceServer
+	*fakeBBS
+}
+
+func (s lockServer) ListLocks(ctx context.Context, req *bbsv1.ListLocksRequest) (*bbsv1.ListLocksResponse, error) {
+	s.record(req)
+	if s.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &bbsv1.ListLocksResponse{Locks: s.locks}, nil
+}
+
+type eventServer struct {
+	bbsv1.UnimplementedEventServiceServer
+	*fakeBBS
+}
+
+func (s eventServer) Subscribe(req *bbsv1.SubscribeRequest, stream grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error {
+	s.record(req)
+	if s.subscribe != nil {
+		return s.subscribe(req, stream)
+	}
+	<-stream.Context().Done()
+	return nil
+}

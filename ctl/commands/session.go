@@ -1,0 +1,140 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"drover.dev/bbs/client"
+	"drover.dev/bbs/models"
+	"drover.dev/ctl/output"
+	"drover.dev/ctl/target"
+)
+
+// session is one command's connection to the BBS and its output streams.
+type session struct {
+	opts   *globalOptions
+	env    Env
+	stdout io.Writer
+	stderr io.Writer
+	target target.Target
+	client *client.Client
+}
+
+func newSession(opts *globalOptions, env Env, stdout, stderr io.Writer) *session {
+	return &session{opts: opts, env: env, stdout: stdout, stderr: stderr}
+}
+
+// bbs connects on first use: it resolves the target and loads the certificates.
+func (s *session) bbs() (*client.Client, error) {
+	if s.client != nil {
+		return s.client, nil
+	}
+	t, err := target.Resolve(s.opts.target, s.getenv, s.env.WorkDir)
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "%v", err)
+	}
+	tlsConfig, err := t.TLS.Client()
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "%s: %v", t, err)
+	}
+	c, err := client.New(t.Address, tlsConfig)
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "%v", err)
+	}
+	s.target, s.client = t, c
+	return c, nil
+}
+
+func (s *session) getenv(key string) string { return s.env.Vars[key] }
+
+// close closes the connection, if one was made.
+func (s *session) close() {
+	if s.client != nil {
+		_ = s.client.Close() // nothing to do about a failed close on exit
+	}
+}
+
+// begin connects and bounds one BBS call by --timeout. Call cancel when the call is done.
+func (s *session) begin(ctx context.Context) (c *client.Client, callCtx context.Context, cancel context.CancelFunc, err error) {
+	if c, err = s.bbs(); err != nil {
+		return nil, nil, func() {}, err
+	}
+	callCtx, cancel = context.WithTimeout(ctx, s.opts.timeout)
+	return c, callCtx, cancel, nil
+}
+
+// now is the session's clock.
+func (s *session) now() time.Time {
+	if s.env.Now != nil {
+		return s.env.Now()
+	}
+	return time.Now()
+}
+
+// json reports whether --json was given.
+func (s *session) json() bool { return s.opts.json }
+
+// renderer is a table or property list.
+type renderer interface{ Render(w io.Writer) error }
+
+// render writes r to stdout.
+func (s *session) render(r renderer) error { return r.Render(s.stdout) }
+
+// jsonLine writes v as one JSON line to stdout.
+func (s *session) jsonLine(v any) error { return output.WriteJSONLine(s.stdout, v) }
+
+// confirm tells a person that a change was made; --json stays silent.
+func (s *session) confirm(format string, args ...any) error {
+	if s.json() {
+		return nil
+	}
+	_, err := fmt.Fprintf(s.stdout, format+"\n", args...)
+	return err
+}
+
+// describeError turns any error into a typed one, naming the BBS and the time limit
+// when it could not be reached.
+func (s *session) describeError(err error) *models.Error {
+	e := models.FromError(err)
+	if e.Type != models.ErrTypeUnavailable || s.client == nil {
+		return e
+	}
+	msg := fmt.Sprintf("bbs %s: %s", s.target.Address, e.Message)
+	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("bbs %s did not answer within %s (--timeout)", s.target.Address, s.opts.timeout)
+	}
+	return &models.Error{Type: e.Type, Message: msg}
+}
+
+// printList renders table, or with --json one view of each item per line.
+func printList[T any](s *session, table renderer, items []T, view func(T) (any, error)) error {
+	if !s.json() {
+		return s.render(table)
+	}
+	for _, item := range items {
+		v, err := view(item)
+		if err != nil {
+			return err
+		}
+		if err := s.jsonLine(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// infallible adapts a view function that cannot fail for printList.
+func infallible[T, V any](view func(T) V) func(T) (any, error) {
+	return func(item T) (any, error) { return view(item), nil }
+}
+
+// fallible adapts a view function that can fail for printList.
+func fallible[T, V any](view func(T) (V, error)) func(T) (any, error) {
+	return func(item T) (any, error) { return view(item) }
+}

@@ -1,0 +1,154 @@
+package commands_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/ctl/commands"
+)
+
+// TestUsageErrors checks command lines that must be refused before any BBS call:
+// the Env names no BBS and no certificates, so reaching the network would exit 1.
+func TestUsageErrors(t *testing.T) {
+	env := commands.Env{WorkDir: t.TempDir()}
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"no command", nil, "Usage:"},
+		{"unknown command", []string{"bogus"}, `unknown command "bogus"`},
+		{"help for an unknown command", []string{"help", "bogus"}, `unknown command "bogus"`},
+		{"unknown global flag", []string{"--bogus", "domains"}, "flag provided but not defined: -bogus"},
+		{"unknown command flag", []string{"domains", "--domain", "x"}, "flag provided but not defined: -domain"},
+		{"too few arguments", []string{"scale", "app"}, "scale takes 2 arguments: PROCESS_GUID INSTANCES"},
+		{"too many arguments", []string{"domains", "extra"}, "domains takes no arguments"},
+		{"negative instances look like a flag", []string{"scale", "app", "-1"}, "flag provided but not defined: -1"},
+		{"negative instances after --", []string{"scale", "app", "--", "-1"}, `INSTANCES must be a non-negative integer, not "-1"`},
+		{"everything after -- is positional", []string{"scale", "--", "app", "-1"}, `INSTANCES must be a non-negative integer, not "-1"`},
+		{"instances not a number", []string{"scale", "app", "many"}, `INSTANCES must be a non-negative integer, not "many"`},
+		{"instances too large", []string{"scale", "app", "3000000000"}, "INSTANCES must be a non-negative integer"},
+		{"index not a number", []string{"kill", "app", "first"}, `INDEX must be a non-negative integer, not "first"`},
+		{"index filter not a number", []string{"actual-lrps", "--index", "x"}, "invalid value"},
+		{"index filter too large", []string{"actual-lrps", "--index", "4294967296"}, "--index 4294967296 is too large"},
+		{"desire without a file", []string{"desire"}, "desire needs -f FILE"},
+		{"events without a position", []string{"events"}, "events needs --follow, --after SEQ, or both"},
+		{"events after a negative sequence", []string{"events", "--after", "-3"}, "invalid value"},
+		{"ttl with fractions of a second", []string{"set-domain", "d", "--ttl", "1500ms"}, "not a whole number of seconds"},
+		{"ttl negative", []string{"set-domain", "d", "--ttl", "-5s"}, "is negative"},
+		{"ttl nonsense", []string{"set-domain", "d", "--ttl", "soon"}, "neither a duration"},
+		{"zero timeout", []string{"--timeout", "0", "domains"}, "--timeout must be positive"},
+		{"bad timeout", []string{"domains", "--timeout", "fast"}, "invalid value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := run(t, env, tt.args...)
+			require.Equal(t, commands.ExitUsage, res.code, "stderr: %s", res.stderr)
+			require.Contains(t, res.stderr, tt.wantStderr)
+			require.Empty(t, res.stdout)
+		})
+	}
+}
+
+func TestUsageErrorsPointToHelp(t *testing.T) {
+	res := run(t, commands.Env{}, "scale", "app")
+	require.Equal(t, "droverctl: scale takes 2 arguments: PROCESS_GUID INSTANCES\nRun 'droverctl scale -h' for usage.\n", res.stderr)
+
+	res = run(t, commands.Env{}, "bogus")
+	require.Equal(t, "droverctl: unknown command \"bogus\"\nRun 'droverctl help' for usage.\n", res.stderr)
+}
+
+func TestHelp(t *testing.T) {
+	env := commands.Env{}
+	allCommands := []string{"domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
+		"delete", "actual-lrps", "kill", "tasks", "cells", "events", "locks"}
+
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			res := run(t, env, args...)
+			require.Equal(t, commands.ExitOK, res.code)
+			require.Empty(t, res.stderr)
+			for _, name := range allCommands {
+				require.Contains(t, res.stdout, "\n  "+name+" ", "overview lists %s", name)
+			}
+			for _, text := range []string{"--bbs-address HOST:PORT", "--timeout DURATION", "(default 10s)", "DROVER_HOME", "--json"} {
+				require.Contains(t, res.stdout, text)
+			}
+		})
+	}
+
+	for _, name := range allCommands {
+		t.Run(name+" -h", func(t *testing.T) {
+			viaFlag := run(t, env, name, "-h")
+			require.Equal(t, commands.ExitOK, viaFlag.code)
+			require.Contains(t, viaFlag.stdout, "Usage: droverctl "+name)
+			require.Contains(t, viaFlag.stdout, "Examples:\n  droverctl "+name)
+			viaHelp := run(t, env, "help", name)
+			require.Equal(t, viaFlag, viaHelp)
+		})
+	}
+
+	res := run(t, env, "set-domain", "-h")
+	require.Contains(t, res.stdout, "Usage: droverctl set-domain [--ttl DURATION] DOMAIN")
+	require.Contains(t, res.stdout, "--ttl DURATION")
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		{in: "90", want: 90 * time.Second},
+		{in: "0", want: 0},
+		{in: "90s", want: 90 * time.Second},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: " 5 ", want: 5 * time.Second},
+		{in: "-1s", wantErr: "is negative"},
+		{in: "-1", wantErr: "is negative"},
+		{in: "", wantErr: "neither"},
+		{in: "1.5", wantErr: "neither"},
+		{in: "tomorrow", wantErr: "neither"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := commands.ParseDuration(tt.in)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestTTLSeconds(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      time.Duration
+		want    uint32
+		wantErr string
+	}{
+		{name: "forever", in: 0, want: 0},
+		{name: "minutes", in: 2 * time.Minute, want: 120},
+		{name: "largest", in: 4294967295 * time.Second, want: 4294967295},
+		{name: "too long", in: 4294967296 * time.Second, wantErr: "too long"},
+		{name: "fraction", in: 1500 * time.Millisecond, wantErr: "whole number"},
+		{name: "negative", in: -time.Second, wantErr: "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := commands.TTLSeconds(tt.in)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"text/template"
+
+	"drover.dev/integration/devstack"
+)
+
+// welcome is printed after `up`: how to reach the BBS with curl, droverctl and grpcurl.
+var welcome = template.Must(template.New("welcome").Parse(`
+drover dev stack is up ({{.Home}}).
+  BBS gRPC   {{.BBS.Config.GRPCAddress}}   (mTLS)
+  BBS HTTPS  {{.BBS.HTTPURL}}   (mTLS)
+  debug      {{.BBS.DebugURL}}/metrics  {{.BBS.DebugURL}}/healthz
+  logs       {{.BBS.StdoutPath}}
+  certs      {{.Certs}}/{ca.crt,client.crt,client.key}
+
+curl:
+  curl --cacert {{.Certs}}/ca.crt --cert {{.Certs}}/client.crt --key {{.Certs}}/client.key \
+       {{.BBS.HTTPURL}}/v1/desired_lrps
+  curl ... -X POST --data @integration/testdata/seed_000_desired_lrp.json {{.BBS.HTTPURL}}/v1/desired_lrps
+  curl ... {{.BBS.HTTPURL}}/v1/actual_lrps?process_guid=some-guid
+  curl ... -N {{.BBS.HTTPURL}}/v1/events
+
+droverctl (finds {{.Certs}} and {{.BBS.Config.GRPCAddress}} by itself):
+  {{.Bin}}/droverctl help
+  {{.Bin}}/droverctl desired-lrps
+
+grpcurl:
+  {{.Bin}}/grpcurl -cacert {{.Certs}}/ca.crt -cert {{.Certs}}/client.crt -key {{.Certs}}/client.key \
+       {{.BBS.Config.GRPCAddress}} list
+
+Stop everything with: make down
+`))
+
+func printWelcome(s *devstack.Stack) {
+	rel := func(path string) string {
+		if r, err := filepath.Rel(s.Root, path); err == nil && filepath.IsLocal(r) {
+			return r
+		}
+		return path
+	}
+	welcome.Execute(os.Stdout, map[string]any{
+		"Home":  rel(s.Home),
+		"BBS":   s.BBS[0],
+		"Certs": rel(s.Certs.Dir),
+		"Bin":   rel(s.BinDir),
+	})
+}

@@ -1,0 +1,144 @@
+package devstack
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"drover.dev/bbs/client"
+	bbsconfig "drover.dev/bbs/config"
+)
+
+// Stack is a set of drover processes sharing a home directory, certificates and a
+// database.
+type Stack struct {
+	Root        string `json:"root"`
+	Home        string `json:"home"`
+	BinDir      string `json:"bin_dir"`
+	DatabaseURL string `json:"database_url"`
+	// OwnPostgres is true when the stack runs the private Postgres of Home and stops it
+	// on Down.
+	OwnPostgres bool   `json:"own_postgres"`
+	Certs       Certs  `json:"certs"`
+	BBS         []*BBS `json:"bbs"`
+}
+
+// Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
+type Ports struct {
+	GRPC, HTTP, Debug int
+}
+
+// DefaultPorts are the dev stack's fixed ports.
+var DefaultPorts = Ports{GRPC: 8889, HTTP: 8888, Debug: 8890}
+
+// PortStride separates the ports of successive dev stack replicas.
+const PortStride = 10
+
+// encryptionKeyLabel labels the dev stack's single encryption key.
+const encryptionKeyLabel = "dev"
+
+// stateFile is the file in Home describing a running dev stack.
+const stateFile = "stack.json"
+
+// newBBS describes replica i of a stack whose files live under home.
+func (s *Stack) newBBS(i int, ports Ports, passphrase string, detached bool) *BBS {
+	name := "bbs-" + strconv.Itoa(i)
+	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	cfg := bbsconfig.Default()
+	cfg.GRPCAddress = addr(ports.GRPC)
+	cfg.HTTPAddress = addr(ports.HTTP)
+	cfg.DebugAddress = addr(ports.Debug)
+	cfg.DatabaseURL = s.DatabaseURL
+	cfg.TLS = s.Certs.Server()
+	cfg.EncryptionKeys = map[string]string{encryptionKeyLabel: passphrase}
+	cfg.ActiveKeyLabel = encryptionKeyLabel
+	return &BBS{
+		Name:     name,
+		Dir:      filepath.Join(s.Home, name),
+		Binary:   filepath.Join(s.BinDir, BBSBinary.Name),
+		Certs:    s.Certs,
+		Config:   cfg,
+		Detached: detached,
+	}
+}
+
+// Dial connects a BBS client to replica i with the dev client certificate.
+func (s *Stack) Dial(i int) (*client.Client, error) {
+	if i < 0 || i >= len(s.BBS) {
+		return nil, fmt.Errorf("no bbs replica %d", i)
+	}
+	tlsConf, err := s.Certs.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(s.BBS[i].GRPCAddress(), tlsConf)
+}
+
+// HTTPClient returns an HTTPS client that trusts the dev CA and presents the dev client
+// certificate. It has no overall timeout, so that it can read event streams.
+func (s *Stack) HTTPClient() (*http.Client, error) {
+	tlsConf, err := s.Certs.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     tlsConf,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}}, nil
+}
+
+// ClientTLS returns the client side mTLS configuration of the stack's certificates.
+func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
+
+// Stop stops every BBS (SIGTERM, then SIGKILL after StopGrace) and returns the first error.
+func (s *Stack) Stop(ctx context.Context) error {
+	var errs []error
+	for _, b := range s.BBS {
+		errs = append(errs, b.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// saveState writes the stack's description to Home so another process can Load it.
+func (s *Stack) saveState() error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode stack state: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Home, stateFile), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write stack state: %w", err)
+	}
+	return nil
+}
+
+// Load reads the state of the dev stack in home. It returns fs.ErrNotExist (wrapped)
+// when no stack was brought up there.
+func Load(home string) (*Stack, error) {
+	data, err := os.ReadFile(filepath.Join(home, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("load stack state: %w", err)
+	}
+	s := &Stack{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("load stack state %s: %w", filepath.Join(home, stateFile), err)
+	}
+	return s, nil
+}
+
+// removeState forgets the stack's description.
+func (s *Stack) removeState() error {
+	err := os.Remove(filepath.Join(s.Home, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
