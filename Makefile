@@ -5,8 +5,8 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 export PATH := $(PATH):/usr/local/go/bin
 
-BIN ?= $(CURDIR)/bin
-DEVSTACK = go run ./integration/cmd/devstack
+BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
+DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
 .PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build
@@ -44,7 +44,7 @@ clean: down
 	rm -rf "$${DROVER_HOME:-.drover}"
 
 status:
-	$(DEVSTACK) status
+	@$(DEVSTACK) status
 
 test:
 	scripts/test.sh all

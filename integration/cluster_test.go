@@ -38,7 +38,7 @@ func TestClusterState(t *testing.T) {
 		require.Contains(t, a1.domains(), "forever")
 		require.Eventually(t, func() bool { return !slices.Contains(a1.domains(), "d") },
 			10*time.Second, 50*time.Millisecond, "d stays fresh past its max-age")
-		require.GreaterOrEqual(t, time.Since(put), 1900*time.Millisecond, "d expired before its max-age")
+		require.GreaterOrEqual(t, time.Since(put), 2*time.Second, "d expired before its max-age")
 		require.Contains(t, a0.domains(), "forever", "a domain without max-age stays fresh")
 
 		var e jsonapi.Error
@@ -50,23 +50,22 @@ func TestClusterState(t *testing.T) {
 
 	t.Run("locks", func(t *testing.T) {
 		t.Parallel()
-		const key, ttl = "auctioneer", 2
+		const key, ttl = "auctioneer", 3
 		acquire := func(c *client.Client, owner string) error {
 			_, err := c.AcquireLock(callCtx(t), &bbsv1.AcquireLockRequest{Key: key, Owner: owner, Value: owner, TtlSeconds: ttl})
 			return err
 		}
 		require.NoError(t, acquire(c0, "owner-a"))
-		// While owner-a renews, owner-b (on the other replica) never gets the lock.
-		lastRenewal := time.Now()
-		for renewals := 0; renewals < 6; renewals++ {
+		// While owner-a renews (every ~0.5s), owner-b on the other replica never gets the lock.
+		var lastRenewal time.Time
+		for range 4 {
 			for range 5 {
 				err := acquire(c1, "owner-b")
-				require.Error(t, err)
 				require.True(t, errors.Is(models.FromError(err), models.ErrLockCollision), "got %v", err)
 				time.Sleep(100 * time.Millisecond) // the contender's retry interval
 			}
-			require.NoError(t, acquire(c0, "owner-a"))
 			lastRenewal = time.Now()
+			require.NoError(t, acquire(c0, "owner-a"))
 		}
 		held, err := c1.FetchLock(callCtx(t), &bbsv1.FetchLockRequest{Key: key})
 		require.NoError(t, err)
@@ -75,8 +74,7 @@ func TestClusterState(t *testing.T) {
 		// owner-a stops renewing: owner-b gets the lock once the TTL has run out.
 		require.Eventually(t, func() bool { return acquire(c1, "owner-b") == nil },
 			ttl*time.Second+3*time.Second, 50*time.Millisecond, "the lock did not pass to owner-b")
-		waited := time.Since(lastRenewal)
-		require.GreaterOrEqual(t, waited, ttl*time.Second-200*time.Millisecond, "the lock passed before its TTL")
+		require.GreaterOrEqual(t, time.Since(lastRenewal), ttl*time.Second, "the lock passed before its TTL")
 		held, err = c0.FetchLock(callCtx(t), &bbsv1.FetchLockRequest{Key: key})
 		require.NoError(t, err)
 		require.Equal(t, "owner-b", held.GetLock().GetOwner())
@@ -111,6 +109,6 @@ func TestClusterState(t *testing.T) {
 		require.Len(t, viaHTTP, 1)
 		require.Eventually(t, func() bool { return len(cells()) == 0 },
 			ttl*time.Second+3*time.Second, 50*time.Millisecond, "the cell outlived its TTL")
-		require.GreaterOrEqual(t, time.Since(beat), ttl*time.Second-200*time.Millisecond, "the cell expired early")
+		require.GreaterOrEqual(t, time.Since(beat), ttl*time.Second, "the cell expired early")
 	})
 }

@@ -18,7 +18,7 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
-echo "lint: go vet ($(echo $modules | tr '\n' ' '))"
+echo "lint: go vet ($(echo $modules))"
 go vet $(for m in $modules; do echo "./$m/..."; done)
 
 echo "lint: buf lint"

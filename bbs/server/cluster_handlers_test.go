@@ -7,12 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
+	"drover.dev/bbs/store/storetest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 func TestDomainService(t *testing.T) {
-	h := newHarness(t)
+	clock := &storetest.Clock{}
+	h := newHarnessWith(t, harnessOptions{clock: clock})
 	domains := func() []string {
 		resp, err := h.client.ListDomains(h.ctx(), &bbsv1.ListDomainsRequest{})
 		require.NoError(t, err)
@@ -32,12 +34,17 @@ func TestDomainService(t *testing.T) {
 	_, err := h.client.UpsertDomain(h.ctx(), &bbsv1.UpsertDomainRequest{})
 	requireCode(t, err, codes.InvalidArgument)
 
-	require.Eventually(t, func() bool { return len(domains()) == 2 }, 5*time.Second, 50*time.Millisecond, "brief expires, forever stays")
+	clock.Advance(999 * time.Millisecond)
+	require.Equal(t, []string{"another", "brief", "forever"}, domains(), "still fresh just before the ttl")
+	clock.Advance(time.Millisecond)
+	require.Equal(t, []string{"another", "forever"}, domains(), "brief expired, ttl 0 stays forever")
+	clock.Advance(100 * 365 * 24 * time.Hour)
 	require.Equal(t, []string{"another", "forever"}, domains())
 }
 
 func TestCellService(t *testing.T) {
-	h := newHarness(t)
+	clock := &storetest.Clock{}
+	h := newHarnessWith(t, harnessOptions{clock: clock})
 	h.registerCell("cell-b")
 	h.registerCell("cell-a")
 
@@ -73,6 +80,11 @@ func TestCellService(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, resp.GetCells(), 1)
 	require.Equal(t, "cell-b", resp.GetCells()[0].GetCellId())
+
+	clock.Advance(61 * time.Second) // registerCell's ttl is 60 s
+	resp, err = h.client.ListCells(h.ctx(), &bbsv1.ListCellsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, resp.GetCells(), "the presence expired")
 }
 
 func TestLockService(t *testing.T) {

@@ -159,12 +159,15 @@ func TestDesiredLRPService(t *testing.T) {
 		for _, r := range rows {
 			require.NotEqual(t, modelsv1.ActualLRPState_ACTUAL_LRP_STATE_UNCLAIMED, r.GetState(), "unplaced row %d left", r.GetIndex())
 		}
-		h.eventually(func() bool { return len(h.rep.stopped()) > before }, "rep asked to stop placed rows")
-		var stoppedZero bool
-		for _, s := range h.rep.stopped()[before:] {
-			stoppedZero = stoppedZero || s.GetIndex() == 0
+		stoppedAfterRemove := func() []int32 {
+			var indices []int32
+			for _, s := range h.rep.stopped()[before:] {
+				indices = append(indices, s.GetIndex())
+			}
+			return indices
 		}
-		require.True(t, stoppedZero, "running index 0 stopped")
+		h.eventually(func() bool { return len(stoppedAfterRemove()) == 3 }, "rep asked to stop every placed row")
+		require.ElementsMatch(t, []int32{0, 3, 4}, stoppedAfterRemove())
 
 		_, err = h.client.RemoveDesiredLRP(h.ctx(), &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: "web"})
 		requireCode(t, err, codes.NotFound)

@@ -47,6 +47,8 @@ type harness struct {
 type harnessOptions struct {
 	hub        events.HubOptions
 	httpClient *http.Client
+	// clock, when set, is the store's time source.
+	clock *storetest.Clock
 }
 
 func newHarness(t *testing.T) *harness {
@@ -56,7 +58,11 @@ func newHarness(t *testing.T) *harness {
 func newHarnessWith(t *testing.T, opts harnessOptions) *harness {
 	t.Helper()
 	logger := testLogger()
-	db := storetest.NewStore(t)
+	cfg := store.Config{}
+	if opts.clock != nil {
+		cfg.Clock = opts.clock.Now
+	}
+	db := storetest.NewStoreWithConfig(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 
 	if opts.hub.PollInterval == 0 {

@@ -120,6 +120,8 @@ func logCall(logger *slog.Logger, method string, start time.Time, err error) {
 	st := status.Convert(err)
 	attrs = append(attrs, "code", st.Code().String(), "error", st.Message())
 	switch st.Code() {
+	case codes.Canceled:
+		logger.Debug("grpc-call-cancelled", attrs...)
 	case codes.Unknown, codes.Internal, codes.DataLoss, codes.Unimplemented:
 		logger.Error("grpc-call-failed", attrs...)
 	default:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"drover.dev/bbs/store"
+	"drover.dev/bbs/store/storetest"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -31,8 +32,8 @@ FROM generate_series(0, $1 - 1) AS i`, rows, net, tags)
 
 func BenchmarkListActualLRPs100k(b *testing.B) {
 	const rows = 100_000
-	url := newBenchDatabase(b)
-	s := openBenchStore(b, url)
+	url := storetest.NewDatabase(b)
+	s := storetest.NewStoreWithConfig(b, store.Config{URL: url})
 	seedRunningActualLRPs(b, url, rows)
 	ctx := testContext(b)
 
@@ -49,7 +50,7 @@ func BenchmarkListActualLRPs100k(b *testing.B) {
 
 func BenchmarkDesireLRP(b *testing.B) {
 	const instances = 10
-	s := openBenchStore(b, newBenchDatabase(b))
+	s := storetest.NewStore(b)
 	ctx := testContext(b)
 	n := 0
 	b.ReportAllocs()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDesireLRP(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := testContext(t)
 	lrp := newDesiredLRP("app-1", 3)
@@ -61,6 +62,7 @@ func TestDesireLRP(t *testing.T) {
 }
 
 func TestDesireLRPWithZeroInstances(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	change := desire(t, s, newDesiredLRP("idle", 0))
 	require.Empty(t, change.Created)
@@ -68,6 +70,7 @@ func TestDesireLRPWithZeroInstances(t *testing.T) {
 }
 
 func TestListDesiredLRPViews(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := testContext(t)
 	a := desire(t, s, newDesiredLRP("a", 1)).After
@@ -116,6 +119,7 @@ func TestListDesiredLRPViews(t *testing.T) {
 }
 
 func TestUpdateDesiredLRP(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := testContext(t)
 	desired := desire(t, s, newDesiredLRP("app", 4)).After
@@ -202,6 +206,7 @@ func TestUpdateDesiredLRP(t *testing.T) {
 }
 
 func TestRemoveDesiredLRP(t *testing.T) {
+	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := testContext(t)
 	desire(t, s, newDesiredLRP("app", 3))

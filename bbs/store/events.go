@@ -67,9 +67,6 @@ func (w *writeTx) appendEvents(ctx context.Context) error {
 	if err := w.QueryRow(ctx, appendEventsSQL, n, w.p.now().UnixNano(), types, subjects, cells, payloads).Scan(&last); err != nil {
 		return fmt.Errorf("appending events: %w", err)
 	}
-	for i, e := range w.events {
-		e.Sequence = uint64(last - int64(n) + int64(i) + 1)
-	}
 	return nil
 }
 

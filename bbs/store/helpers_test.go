@@ -118,9 +118,3 @@ func requireProtosEqual[M proto.Message](t testing.TB, want, got []M) {
 		requireProtoEqual(t, want[i], got[i])
 	}
 }
-
-func newBenchDatabase(b *testing.B) string { return storetest.NewDatabase(b) }
-
-func openBenchStore(b *testing.B, url string) *store.Postgres {
-	return storetest.NewStoreWithConfig(b, store.Config{URL: url})
-}

@@ -21,8 +21,10 @@ type Config struct {
 	URL string
 	// MaxConns caps the connection pool; 0 means DefaultMaxConns.
 	MaxConns int32
-	// EncryptionKeys maps key labels to passphrases; ActiveKeyLabel picks the one new data uses.
+	// EncryptionKeys maps key labels to passphrases. Keep an old key configured until
+	// every replica runs with the new active one; Migrate then re-encrypts old data.
 	EncryptionKeys map[string]string
+	// ActiveKeyLabel is the key new data is encrypted with.
 	ActiveKeyLabel string
 	// Clock is the time source for since, expiry and event times; nil means time.Now.
 	Clock func() time.Time

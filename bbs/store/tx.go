@@ -80,13 +80,17 @@ func (p *Postgres) write(ctx context.Context, op string, fn func(w *writeTx) err
 			break
 		}
 	}
-	if err != nil {
-		var modelErr *models.Error
-		if !errors.As(err, &modelErr) {
-			p.logger.Error("failed-transaction", "op", op, "error", err.Error())
-		}
+	if err != nil && !isTypedOrCancelled(err) {
+		p.logger.Error("failed-transaction", "op", op, "error", err.Error())
 	}
 	return mapError(op, err)
+}
+
+// isTypedOrCancelled reports errors that are the caller's business rather than failures
+// worth logging: typed BBS errors and ended contexts.
+func isTypedOrCancelled(err error) bool {
+	var modelErr *models.Error
+	return errors.As(err, &modelErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (p *Postgres) writeOnce(ctx context.Context, fn func(w *writeTx) error) error {
@@ -110,8 +114,7 @@ func (p *Postgres) writeOnce(ctx context.Context, fn func(w *writeTx) error) err
 
 // retriable reports whether running the whole transaction again is safe and useful.
 func retriable(err error) bool {
-	var modelErr *models.Error
-	if errors.As(err, &modelErr) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if isTypedOrCancelled(err) {
 		return false
 	}
 	var commitErr *commitError
@@ -167,8 +170,13 @@ func mapError(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == codeUniqueViolation {
-		return models.NewError(models.ErrTypeResourceExists, "%s: %s", op, pgErr.Detail)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeUniqueViolation:
+			return models.NewError(models.ErrTypeResourceExists, "%s: %s", op, pgErr.Detail)
+		case codeDeadlockDetected, codeSerializationFailure:
+			return models.NewError(models.ErrTypeResourceConflict, "%s: concurrent writes kept conflicting: %s", op, pgErr.Message)
+		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return models.NewError(models.ErrTypeResourceNotFound, "%s: not found", op)
@@ -207,11 +215,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // readError logs and maps the error of a read.
 func (p *Postgres) readError(op string, err error) error {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		var modelErr *models.Error
-		if !errors.As(err, &modelErr) {
-			p.logger.Error("failed-query", "op", op, "error", err.Error())
-		}
+	if err != nil && !isTypedOrCancelled(err) {
+		p.logger.Error("failed-query", "op", op, "error", err.Error())
 	}
 	return mapError(op, err)
 }

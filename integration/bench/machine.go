@@ -17,9 +17,11 @@ type Machine struct {
 	OS          string `json:"os"`
 	Arch        string `json:"arch"`
 	Postgres    string `json:"postgres,omitempty"`
-	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load when the run ended: the
-	// machine is shared, and a load above the CPU count slows every figure down.
-	LoadAverage string `json:"load_average,omitempty"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5 and 15 minute loads before and
+	// after the scenarios (the end includes the benchmark's own load): the machine may
+	// be shared, and a load above the CPU count slows every figure down.
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
 }
 
 // DescribeMachine reads the CPU count, the CPU model from /proc/cpuinfo and the memory

@@ -100,8 +100,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if m.Postgres != "" {
 		fmt.Fprintf(tw, "postgres: %s\n", m.Postgres)
 	}
-	if m.LoadAverage != "" {
-		fmt.Fprintf(tw, "load average at the end: %s\n", m.LoadAverage)
+	if m.LoadStart != "" {
+		fmt.Fprintf(tw, "load average: %s at the start, %s at the end\n", m.LoadStart, m.LoadEnd)
 	}
 	fmt.Fprintf(tw, "store pool: %d connections\n", r.Settings.MaxConns)
 	if d := r.Desire; d != nil {

@@ -12,7 +12,7 @@ import (
 func sampleReport() *Report {
 	return &Report{
 		Date:     "2026-11-22T10:00:00Z",
-		Machine:  Machine{CPUs: 2, CPUModel: "AMD EPYC", MemoryBytes: 8 << 30, GoVersion: "go1.26", OS: "linux", Arch: "amd64", Postgres: "PostgreSQL 15.8", LoadAverage: "1.00 2.00 3.00"},
+		Machine:  Machine{CPUs: 2, CPUModel: "AMD EPYC", MemoryBytes: 8 << 30, GoVersion: "go1.26", OS: "linux", Arch: "amd64", Postgres: "PostgreSQL 15.8", LoadStart: "0.50 0.60 0.70", LoadEnd: "1.00 2.00 3.00"},
 		Settings: Settings{LRPs: 10, Actuals: 100, InstancesPerLRP: 10, Claims: 5, Concurrency: 2, ListRuns: 3, MaxConns: 4},
 		Desire:   &Throughput{Ops: 10, Concurrency: 2, WallMS: 50, PerSecond: 200, Latency: LatencyStats{Count: 10, P50MS: 9.5, P99MS: 12}},
 		List: &ListResult{
@@ -34,7 +34,7 @@ func TestWriteTextShowsEveryScenario(t *testing.T) {
 	require.NoError(t, sampleReport().WriteText(&out))
 	text := out.String()
 	for _, want := range []string{
-		"2 CPUs, AMD EPYC, 8.0 GiB", "PostgreSQL 15.8", "load average at the end: 1.00 2.00 3.00",
+		"2 CPUs, AMD EPYC, 8.0 GiB", "PostgreSQL 15.8", "load average: 0.50 0.60 0.70 at the start, 1.00 2.00 3.00 at the end",
 		"1. desire 10 LRPs", "200.0 LRPs/s", "9.50", "12.00",
 		"2. list 100 ActualLRPs (3 runs each)", "seeded in 20 ms (5000 rows/s, 2 clients)",
 		"gRPC ListActualLRPs", "store ListActualLRPs", "Postgres query only", "66667", "2.00x", "goal: gRPC p50 under 1000 ms: met",

@@ -85,6 +85,7 @@ func Run(ctx context.Context, stack *Stack, cfg Config) (*Report, error) {
 	}
 	machine := DescribeMachine()
 	machine.Postgres = stack.Database.ServerVersion
+	machine.LoadStart = LoadAverage()
 	report := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine, Settings: cfg.Settings}
 	clients, err := stack.NewClients(cfg.Concurrency)
 	if err != nil {
@@ -114,7 +115,7 @@ func Run(ctx context.Context, stack *Stack, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	report.Machine.LoadAverage = LoadAverage()
+	report.Machine.LoadEnd = LoadAverage()
 	return report, nil
 }
 

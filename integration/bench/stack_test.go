@@ -65,7 +65,8 @@ func TestRunMeasuresEveryScenarioAndCleansUp(t *testing.T) {
 	require.Equal(t, 4, report.ClaimStart.Claim.Count)
 	require.Equal(t, 4, report.ClaimStart.Start.Count)
 	require.Contains(t, report.Machine.Postgres, "PostgreSQL")
-	require.NotEmpty(t, report.Machine.LoadAverage)
+	require.NotEmpty(t, report.Machine.LoadStart)
+	require.NotEmpty(t, report.Machine.LoadEnd)
 
 	desired, err := stack.Store.ListActualLRPs(t.Context(), store.ActualLRPFilter{Domain: DesireDomain})
 	require.NoError(t, err)

@@ -157,10 +157,11 @@ func DownHome(ctx context.Context, root, home string) error {
 
 // BBSStatus is what Status reports about one BBS.
 type BBSStatus struct {
-	Name    string
-	Pid     int
-	Healthy error // nil when healthy (see BBS.Healthy)
-	BBS     *BBS
+	Name string
+	Pid  int
+	// Unhealthy says why the BBS is not healthy (see BBS.Healthy); nil when it is.
+	Unhealthy error
+	BBS       *BBS
 }
 
 // Status reports each BBS's pid (0 when not running) and health.
@@ -169,9 +170,9 @@ func (s *Stack) Status(ctx context.Context) []BBSStatus {
 	for _, b := range s.BBS {
 		st := BBSStatus{Name: b.Name, Pid: b.Pid(), BBS: b}
 		if st.Pid == 0 {
-			st.Healthy = errors.New("not running")
+			st.Unhealthy = errors.New("not running")
 		} else {
-			st.Healthy = b.Healthy(ctx)
+			st.Unhealthy = b.Healthy(ctx)
 		}
 		out = append(out, st)
 	}
@@ -184,7 +185,7 @@ func (s *Stack) healthy(ctx context.Context) bool {
 		return false
 	}
 	for _, st := range s.Status(ctx) {
-		if st.Healthy != nil {
+		if st.Unhealthy != nil {
 			return false
 		}
 	}

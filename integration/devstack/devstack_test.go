@@ -41,7 +41,7 @@ func TestUpAndDownFromAnotherProcess(t *testing.T) {
 	statuses := loaded.Status(t.Context())
 	require.Len(t, statuses, 1)
 	require.Equal(t, pid, statuses[0].Pid)
-	require.NoError(t, statuses[0].Healthy)
+	require.NoError(t, statuses[0].Unhealthy)
 
 	root, err := FindRoot()
 	require.NoError(t, err)

@@ -99,8 +99,8 @@ func status(ctx context.Context) error {
 	down := 0
 	for _, st := range s.Status(ctx) {
 		state := "SERVING"
-		if st.Healthy != nil {
-			state = st.Healthy.Error()
+		if st.Unhealthy != nil {
+			state = st.Unhealthy.Error()
 			down++
 		}
 		fmt.Printf("%-8s pid %-7d grpc %s  https %s  debug %s  %s\n", st.Name, st.Pid,
