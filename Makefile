@@ -9,7 +9,7 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build
+.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench
 
 help:
 	@echo "make up                 install what is missing, start Postgres + BBS in the background (.drover/)"
@@ -19,6 +19,7 @@ help:
 	@echo "make test               proto-check, lint, unit and integration tests (what CI runs)"
 	@echo "make test-unit          unit tests only (lib, bbs, ctl)"
 	@echo "make test-integration   the integration suite only"
+	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make build              build bbs, droverctl and devstack into bin/"
 	@echo "make proto              regenerate proto/gen with buf"
 	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
@@ -70,3 +71,7 @@ lint:
 build:
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack
+
+bench:
+	scripts/postgres.sh start >/dev/null
+	go run ./integration/bench/cmd/bbsbench

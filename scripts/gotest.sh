@@ -4,7 +4,8 @@
 #   tests: N passed, N failed, N skipped
 # Exits non-zero when anything failed (a test, a build, a timeout).
 #   scripts/gotest.sh ./lib/... ./bbs/...
-# Environment: GOTEST_TIMEOUT (default 20m), GOTEST_P (default 2), GOTEST_FLAGS (extra flags).
+# Environment: GOTEST_TIMEOUT (default 20m), GOTEST_P (default 2), GOTEST_FLAGS (extra flags),
+# GOTEST_SUMMARY (a file that receives the summary line too).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -53,5 +54,7 @@ if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
 fi
 echo
 echo "go test took $(($(date +%s) - start))s (exit $rc)"
-echo "tests: $passed passed, $failed failed, $skipped skipped"
+summary="tests: $passed passed, $failed failed, $skipped skipped"
+echo "$summary"
+[ -z "${GOTEST_SUMMARY:-}" ] || echo "$summary" >"$GOTEST_SUMMARY"
 exit "$rc"

@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
 # Static checks: gofmt (no file may need formatting), go vet on every workspace module, and
-# buf lint on the protos. Exits non-zero on the first kind of finding, after printing it.
-set -euo pipefail
+# buf lint on the protos. Runs them all, prints every finding, and exits non-zero if any
+# check failed.
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="$PATH:/usr/local/go/bin"
 buf=${DROVER_BIN:-$root/bin}/buf
+failed=()
 
 # Module directories from go.work ("use" entries), e.g. bbs ctl integration lib proto.
-modules=$(go work edit -json | jq -r '.Use[].DiskPath | ltrimstr("./")')
+modules=$(go work edit -json | jq -r '.Use[].DiskPath | ltrimstr("./")') || exit 1
 
 echo "lint: gofmt"
 unformatted=$(gofmt -l $modules)
 if [ -n "$unformatted" ]; then
   echo "these files need gofmt -w:" >&2
   echo "$unformatted" >&2
-  exit 1
+  failed+=(gofmt)
 fi
 
 echo "lint: go vet ($(echo $modules))"
-go vet $(for m in $modules; do echo "./$m/..."; done)
+go vet $(for m in $modules; do echo "./$m/..."; done) || failed+=("go vet")
 
 echo "lint: buf lint"
-[ -x "$buf" ] || { echo "buf is missing at $buf (run scripts/install-deps.sh)" >&2; exit 1; }
-(cd proto && "$buf" lint)
+if [ ! -x "$buf" ]; then
+  echo "buf is missing at $buf (run scripts/install-deps.sh)" >&2
+  failed+=("buf lint")
+elif ! (cd proto && "$buf" lint); then
+  failed+=("buf lint")
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "lint: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
 echo "lint: ok"

@@ -37,7 +37,9 @@ if [ "$what" = all ]; then
 fi
 
 step "go test ${pkgs[*]}"
-scripts/gotest.sh "${pkgs[@]}" || status=1
+summary=$(mktemp)
+trap 'rm -f "$summary"' EXIT
+GOTEST_SUMMARY=$summary scripts/gotest.sh "${pkgs[@]}" || status=1
 
 echo
 if [ "$status" -eq 0 ]; then
@@ -45,4 +47,5 @@ if [ "$status" -eq 0 ]; then
 else
   echo "make test: FAILED (see above)"
 fi
+cat "$summary" # the test counts stay the last line
 exit "$status"

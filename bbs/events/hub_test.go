@@ -251,7 +251,7 @@ func TestSlowSubscriberBlocksNeitherWritersNorOthers(t *testing.T) {
 	hub := runHub(t, db, events.HubOptions{PageSize: 10})
 	zero := uint64(0)
 
-	stuck := make(chan struct{})
+	stuck := make(chan struct{}, 1) // buffered: the first send must not be dropped
 	stuckCtx, cancelStuck := context.WithCancel(context.Background())
 	stuckDone := make(chan error, 1)
 	go func() {
@@ -268,13 +268,22 @@ func TestSlowSubscriberBlocksNeitherWritersNorOthers(t *testing.T) {
 
 	const writes = 200
 	writeTasks(t, db, "w", 1)
-	<-stuck // the slow subscriber is now blocked inside send
+	select { // the slow subscriber is now blocked inside send
+	case <-stuck:
+	case <-time.After(waitFor):
+		t.Fatal("the slow subscriber never received its first event")
+	}
 	writeTasks(t, db, "w-more", writes-1)
 
 	got := reader.take(t, writes)
 	requireIncreasing(t, sequences(got))
 	cancelStuck()
-	require.ErrorIs(t, <-stuckDone, context.Canceled)
+	select {
+	case err := <-stuckDone:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(waitFor):
+		t.Fatal("the slow subscriber did not end after its context was cancelled")
+	}
 }
 
 func TestSendErrorEndsTheSubscription(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"drover.dev/bbs/client"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -18,15 +20,15 @@ const simulatedCells = 20
 // uses clients[w % len(clients)]); every key must name a distinct UNCLAIMED instance.
 // It times the claim, the start and the pair.
 func ClaimStart(ctx context.Context, clients []*client.Client, keys []*modelsv1.ActualLRPKey, concurrency int) (*ClaimStartResult, error) {
-	if len(clients) == 0 {
-		return nil, fmt.Errorf("claim+start: no clients")
+	if err := checkClients(clients); err != nil {
+		return nil, fmt.Errorf("claim+start: %w", err)
 	}
 	claims := make([]time.Duration, len(keys))
 	starts := make([]time.Duration, len(keys))
 	res, err := RunConcurrent(ctx, len(keys), concurrency, func(ctx context.Context, w, i int) error {
 		c, key := clients[w%len(clients)], keys[i]
 		ik := &modelsv1.ActualLRPInstanceKey{
-			InstanceGuid: fmt.Sprintf("bench-instance-%07d", i),
+			InstanceGuid: uuid.NewString(),
 			CellId:       fmt.Sprintf("bench-cell-%02d", i%simulatedCells),
 		}
 		t0 := time.Now()
@@ -61,6 +63,21 @@ func netInfo(i int) *modelsv1.ActualLRPNetInfo {
 		InstanceAddress:  fmt.Sprintf("10.255.%d.%d", (i/250)%250, 1+i%250),
 		PreferredAddress: modelsv1.PreferredAddress_PREFERRED_ADDRESS_HOST,
 	}
+}
+
+// InstanceKeys returns the keys of the first n instances of lrps, LRP by LRP and index
+// by index.
+func InstanceKeys(lrps []*modelsv1.DesiredLRP, n int) []*modelsv1.ActualLRPKey {
+	keys := make([]*modelsv1.ActualLRPKey, 0, max(n, 0))
+	for _, lrp := range lrps {
+		for index := range lrp.GetInstances() {
+			if len(keys) >= n {
+				return keys
+			}
+			keys = append(keys, &modelsv1.ActualLRPKey{ProcessGuid: lrp.GetProcessGuid(), Index: index, Domain: lrp.GetDomain()})
+		}
+	}
+	return keys
 }
 
 // FirstInstances returns the key of index 0 of each LRP.

@@ -18,7 +18,9 @@ type Settings struct {
 	Claims          int `json:"claims"`
 	Concurrency     int `json:"concurrency"`
 	ListRuns        int `json:"list_runs"`
-	MaxConns        int `json:"max_conns"`
+	// ListRunning is how many of the listed instances are claimed and started first.
+	ListRunning int `json:"list_running"`
+	MaxConns    int `json:"max_conns"`
 }
 
 // Throughput is a concurrent run of Ops operations: its wall time, rate and the latency
@@ -52,10 +54,12 @@ type ListTiming struct {
 // ListResult is scenario 2: seeding the ActualLRPs, then listing them all over gRPC,
 // straight from the store, and as raw rows from Postgres.
 type ListResult struct {
-	Rows  int        `json:"rows"`
-	Seed  Throughput `json:"seed"`
-	GRPC  ListTiming `json:"grpc"`
-	Store ListTiming `json:"store"`
+	Rows int `json:"rows"`
+	// Running is how many of the rows were RUNNING (the rest are UNCLAIMED).
+	Running int        `json:"running"`
+	Seed    Throughput `json:"seed"`
+	GRPC    ListTiming `json:"grpc"`
+	Store   ListTiming `json:"store"`
 	// Postgres is the store's query with rows received but not decoded.
 	Postgres          ListTiming `json:"postgres"`
 	GRPCToStoreRatio  float64    `json:"grpc_to_store_ratio"`
@@ -110,7 +114,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		writeLatencyTable(tw, map[string]LatencyStats{"DesireLRP": d.Latency}, "DesireLRP")
 	}
 	if l := r.List; l != nil {
-		fmt.Fprintf(tw, "\n2. list %d ActualLRPs (%d runs each)\n", l.Rows, l.GRPC.Runs.Count)
+		fmt.Fprintf(tw, "\n2. list %d ActualLRPs, %d of them RUNNING (%d runs each)\n", l.Rows, l.Running, l.GRPC.Runs.Count)
 		fmt.Fprintf(tw, "seeded in %.0f ms (%.0f rows/s, %d clients)\n", l.Seed.WallMS,
 			Ratio(float64(l.Rows)*1000, l.Seed.WallMS), l.Seed.Concurrency)
 		fmt.Fprintf(tw, "%-22s\tmin ms\tp50 ms\tmax ms\trows/s at p50\t\n", "")

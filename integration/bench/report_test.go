@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func sampleReport() *Report {
 		Settings: Settings{LRPs: 10, Actuals: 100, InstancesPerLRP: 10, Claims: 5, Concurrency: 2, ListRuns: 3, MaxConns: 4},
 		Desire:   &Throughput{Ops: 10, Concurrency: 2, WallMS: 50, PerSecond: 200, Latency: LatencyStats{Count: 10, P50MS: 9.5, P99MS: 12}},
 		List: &ListResult{
-			Rows: 100, Seed: Throughput{Ops: 10, Concurrency: 2, WallMS: 20},
+			Rows: 100, Running: 10, Seed: Throughput{Ops: 10, Concurrency: 2, WallMS: 20},
 			GRPC:             ListTiming{Runs: LatencyStats{Count: 3, MinMS: 4, P50MS: 5, MaxMS: 6}, RowsPerSecond: 20000},
 			Store:            ListTiming{Runs: LatencyStats{Count: 3, MinMS: 2, P50MS: 2.5, MaxMS: 3}, RowsPerSecond: 40000},
 			Postgres:         ListTiming{Runs: LatencyStats{Count: 3, MinMS: 1, P50MS: 1.5, MaxMS: 2}, RowsPerSecond: 66667},
@@ -36,7 +37,7 @@ func TestWriteTextShowsEveryScenario(t *testing.T) {
 	for _, want := range []string{
 		"2 CPUs, AMD EPYC, 8.0 GiB", "PostgreSQL 15.8", "load average: 0.50 0.60 0.70 at the start, 1.00 2.00 3.00 at the end",
 		"1. desire 10 LRPs", "200.0 LRPs/s", "9.50", "12.00",
-		"2. list 100 ActualLRPs (3 runs each)", "seeded in 20 ms (5000 rows/s, 2 clients)",
+		"2. list 100 ActualLRPs, 10 of them RUNNING (3 runs each)", "seeded in 20 ms (5000 rows/s, 2 clients)",
 		"gRPC ListActualLRPs", "store ListActualLRPs", "Postgres query only", "66667", "2.00x", "goal: gRPC p50 under 1000 ms: met",
 		"3. claim + start 5 instances", "500.0 pairs/s", "1.25", "1.75",
 	} {
@@ -102,6 +103,30 @@ func TestLRPSet(t *testing.T) {
 	}
 }
 
+func TestInstanceKeys(t *testing.T) {
+	lrps := LRPSet("dom", 5, 2) // instances 2, 2, 1
+	tests := []struct {
+		name string
+		n    int
+		want []string
+	}{
+		{"none", 0, nil},
+		{"within the first LRP", 1, []string{"dom-000000/0"}},
+		{"across LRPs", 4, []string{"dom-000000/0", "dom-000000/1", "dom-000001/0", "dom-000001/1"}},
+		{"more than there are", 9, []string{"dom-000000/0", "dom-000000/1", "dom-000001/0", "dom-000001/1", "dom-000002/0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, k := range InstanceKeys(lrps, tt.n) {
+				require.Equal(t, "dom", k.GetDomain())
+				got = append(got, fmt.Sprintf("%s/%d", k.GetProcessGuid(), k.GetIndex()))
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	good := Config{Settings: Settings{LRPs: 1, Actuals: 1, InstancesPerLRP: 1, Claims: 1, Concurrency: 1, ListRuns: 1}}
 	require.NoError(t, good.Validate())
@@ -112,6 +137,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero concurrency", func(c *Config) { c.Concurrency = 0 }, "concurrency"},
 		{"negative lrps", func(c *Config) { c.LRPs = -1 }, "lrps"},
+		{"more running than actuals", func(c *Config) { c.ListRunning = 2 }, "list running"},
+		{"negative running", func(c *Config) { c.ListRunning = -1 }, "list running"},
 		{"unknown scenario", func(c *Config) { c.Scenarios = []string{"list", "nope"} }, `"nope"`},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +51,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", v.name, v.val))
 		}
 	}
+	if c.ListRunning < 0 || c.ListRunning > c.Actuals {
+		errs = append(errs, fmt.Errorf("list running must be between 0 and actuals (%d), got %d", c.Actuals, c.ListRunning))
+	}
 	for _, s := range c.Scenarios {
 		if s != ScenarioDesire && s != ScenarioList && s != ScenarioClaim {
 			errs = append(errs, fmt.Errorf("unknown scenario %q", s))
@@ -59,15 +63,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) runs(scenario string) bool {
-	if len(c.Scenarios) == 0 {
-		return true
-	}
-	for _, s := range c.Scenarios {
-		if s == scenario {
-			return true
-		}
-	}
-	return false
+	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, scenario)
 }
 
 func (c Config) progress(format string, args ...any) {
@@ -80,6 +76,9 @@ func (c Config) progress(format string, args ...any) {
 // listing runs first, so that it lists exactly cfg.Actuals rows; then the desires;
 // then claim+start on LRPs desired for it.
 func Run(ctx context.Context, stack *Stack, cfg Config) (*Report, error) {
+	if stack == nil || stack.Database == nil || stack.Store == nil {
+		return nil, errors.New("run: the stack is not started")
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -129,6 +128,12 @@ func runList(ctx context.Context, stack *Stack, clients []*client.Client, cfg Co
 	if err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
+	if cfg.ListRunning > 0 {
+		cfg.progress("claiming and starting %d of them", cfg.ListRunning)
+		if _, err := ClaimStart(ctx, clients, InstanceKeys(lrps, cfg.ListRunning), cfg.Concurrency); err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+	}
 	conn, err := pgx.Connect(ctx, stack.Database.URL)
 	if err != nil {
 		return nil, fmt.Errorf("raw list: %w", err)
@@ -159,6 +164,7 @@ func runList(ctx context.Context, stack *Stack, clients []*client.Client, cfg Co
 	}
 	res := &ListResult{
 		Rows:              cfg.Actuals,
+		Running:           cfg.ListRunning,
 		Seed:              seed,
 		GRPC:              NewListTiming(cfg.Actuals, times[0]),
 		Store:             NewListTiming(cfg.Actuals, times[1]),

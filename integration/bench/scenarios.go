@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,8 +20,8 @@ import (
 // DesireLRPs desires one LRP per entry of lrps through the clients, concurrency at a
 // time (worker w uses clients[w % len(clients)]), and times each DesireLRP call.
 func DesireLRPs(ctx context.Context, clients []*client.Client, lrps []*modelsv1.DesiredLRP, concurrency int) (Throughput, error) {
-	if len(clients) == 0 {
-		return Throughput{}, fmt.Errorf("desire: no clients")
+	if err := checkClients(clients); err != nil {
+		return Throughput{}, fmt.Errorf("desire: %w", err)
 	}
 	res, err := RunConcurrent(ctx, len(lrps), concurrency, func(ctx context.Context, w, i int) error {
 		_, err := clients[w%len(clients)].DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrps[i]})
@@ -30,6 +31,14 @@ func DesireLRPs(ctx context.Context, clients []*client.Client, lrps []*modelsv1.
 		return Throughput{}, fmt.Errorf("desire: %w", err)
 	}
 	return NewThroughput(concurrency, res), nil
+}
+
+// checkClients reports an empty client list or a nil client in it.
+func checkClients(clients []*client.Client) error {
+	if len(clients) == 0 || slices.Contains(clients, nil) {
+		return errors.New("no clients, or a nil one")
+	}
+	return nil
 }
 
 // LRPSet builds the DesiredLRPs of a domain that together have total instances, at
@@ -55,6 +64,9 @@ type StreamStats struct {
 // ListActualLRPs reads every ActualLRP the filter selects from the stream; with
 // measureBytes it also adds up the encoded size of each batch.
 func ListActualLRPs(ctx context.Context, c *client.Client, req *bbsv1.ListActualLRPsRequest, measureBytes bool) (StreamStats, error) {
+	if c == nil {
+		return StreamStats{}, errors.New("list: nil client")
+	}
 	stream, err := c.ListActualLRPs(ctx, req)
 	if err != nil {
 		return StreamStats{}, err
@@ -103,6 +115,9 @@ func NewListTiming(rows int, runs []time.Duration) ListTiming {
 
 // ListStore lists every ActualLRP straight from the store and checks the row count.
 func ListStore(ctx context.Context, st store.ActualLRPDB, want int) error {
+	if st == nil {
+		return errors.New("store list: nil store")
+	}
 	rows, err := st.ListActualLRPs(ctx, store.ActualLRPFilter{})
 	if err != nil {
 		return fmt.Errorf("store list: %w", err)
@@ -125,6 +140,9 @@ type Querier interface {
 // ListPostgres runs rawListSQL, reads every row without decoding it and checks the row
 // count.
 func ListPostgres(ctx context.Context, q Querier, want int) error {
+	if q == nil {
+		return errors.New("raw list: nil querier")
+	}
 	rows, err := q.Query(ctx, rawListSQL)
 	if err != nil {
 		return fmt.Errorf("raw list: %w", err)

@@ -48,7 +48,7 @@ func TestRunMeasuresEveryScenarioAndCleansUp(t *testing.T) {
 	name := stack.Database.Name
 	require.True(t, databaseExists(t, name))
 
-	cfg := Config{Settings: Settings{LRPs: 6, Actuals: 25, InstancesPerLRP: 10, Claims: 4, Concurrency: 3, ListRuns: 2, MaxConns: 4}}
+	cfg := Config{Settings: Settings{LRPs: 6, Actuals: 25, InstancesPerLRP: 10, Claims: 4, Concurrency: 3, ListRuns: 2, MaxConns: 4, ListRunning: 12}}
 	report, err := Run(t.Context(), stack, cfg)
 	require.NoError(t, err)
 
@@ -67,6 +67,17 @@ func TestRunMeasuresEveryScenarioAndCleansUp(t *testing.T) {
 	require.Contains(t, report.Machine.Postgres, "PostgreSQL")
 	require.NotEmpty(t, report.Machine.LoadStart)
 	require.NotEmpty(t, report.Machine.LoadEnd)
+
+	listed, err := stack.Store.ListActualLRPs(t.Context(), store.ActualLRPFilter{Domain: ListDomain})
+	require.NoError(t, err)
+	running := 0
+	for _, a := range listed {
+		if a.GetState() == modelsv1.ActualLRPState_ACTUAL_LRP_STATE_RUNNING {
+			running++
+		}
+	}
+	require.Equal(t, 12, running, "ListRunning instances are started before listing")
+	require.Equal(t, 12, report.List.Running)
 
 	desired, err := stack.Store.ListActualLRPs(t.Context(), store.ActualLRPFilter{Domain: DesireDomain})
 	require.NoError(t, err)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/bbs/client"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -112,6 +114,23 @@ func TestRunConcurrentStopsAtFirstError(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom)
 	require.ErrorContains(t, err, "job 3")
+}
+
+func TestScenariosRejectMissingClients(t *testing.T) {
+	for name, clients := range map[string][]*client.Client{"none": nil, "a nil one": {nil}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := DesireLRPs(t.Context(), clients, LRPSet("dom", 1, 1), 1)
+			require.ErrorContains(t, err, "no clients")
+			_, err = ClaimStart(t.Context(), clients, nil, 1)
+			require.ErrorContains(t, err, "no clients")
+		})
+	}
+	_, err := ListActualLRPs(t.Context(), nil, nil, false)
+	require.Error(t, err)
+	require.Error(t, ListStore(t.Context(), nil, 0))
+	require.Error(t, ListPostgres(t.Context(), nil, 0))
+	_, err = Run(t.Context(), nil, Config{})
+	require.Error(t, err)
 }
 
 func TestRunConcurrentRejectsBadArguments(t *testing.T) {

@@ -68,9 +68,17 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	logf := opts.Logf
-	if s, err := Load(opts.Home); err == nil && s.healthy(ctx) {
+	old, err := Load(opts.Home)
+	if err == nil && old.healthy(ctx) {
 		logf("dev stack is already up")
-		return s, nil
+		return old, nil
+	}
+	if err == nil {
+		// Stop what an earlier, half-working stack left running before replacing it.
+		logf("stopping the processes of an unhealthy earlier stack")
+		if err := old.Stop(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(opts.Home, 0o755); err != nil {
 		return nil, fmt.Errorf("dev stack home: %w", err)
@@ -81,13 +89,6 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		BinDir:      opts.BinDir,
 		DatabaseURL: opts.DatabaseURL,
 		Certs:       Certs{Dir: filepath.Join(opts.Home, "certs")},
-	}
-	// Stop what an earlier, half-working stack left running before replacing it.
-	if old, err := Load(opts.Home); err == nil {
-		logf("stopping the processes of an unhealthy earlier stack")
-		if err := old.Stop(ctx); err != nil {
-			return nil, err
-		}
 	}
 	if s.DatabaseURL == "" {
 		logf("starting postgres under %s", filepath.Join(s.Home, "postgres"))

@@ -50,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.cfg.Claims, "claims", 2000, "instances to claim and start")
 	fs.IntVar(&o.cfg.Concurrency, "concurrency", 16, "concurrent clients, each with its own connection")
 	fs.IntVar(&o.cfg.ListRuns, "list-runs", 5, "timed full listings, over gRPC and from the store")
+	fs.IntVar(&o.cfg.ListRunning, "list-running", 0, "seeded ActualLRPs to claim and start before listing (the rest stay UNCLAIMED)")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", bench.DefaultMaxConns, "store connection pool size")
 	fs.StringVar(&o.scenarios, "scenarios", "desire,list,claim", "comma-separated scenarios to run")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
