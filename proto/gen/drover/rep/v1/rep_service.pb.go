@@ -61,11 +61,16 @@ func (*StateRequest) Descriptor() ([]byte, []int) {
 
 // LRPAllocation is one instance a cell holds.
 type LRPAllocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
-	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
-	Domain        string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`
-	Resource      *v1.Resource           `protobuf:"bytes,4,opt,name=resource,proto3" json:"resource,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid  string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index        int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Domain       string                 `protobuf:"bytes,3,opt,name=domain,proto3" json:"domain,omitempty"`
+	Resource     *v1.Resource           `protobuf:"bytes,4,opt,name=resource,proto3" json:"resource,omitempty"`
+	InstanceGuid string                 `protobuf:"bytes,5,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	// CLAIMED (reserved, initializing or created), RUNNING, CRASHED or SHUTDOWN (completed).
+	State         string   `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	Rootfs        string   `protobuf:"bytes,7,opt,name=rootfs,proto3" json:"rootfs,omitempty"`
+	PlacementTags []string `protobuf:"bytes,8,rep,name=placement_tags,json=placementTags,proto3" json:"placement_tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -128,12 +133,45 @@ func (x *LRPAllocation) GetResource() *v1.Resource {
 	return nil
 }
 
+func (x *LRPAllocation) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *LRPAllocation) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *LRPAllocation) GetRootfs() string {
+	if x != nil {
+		return x.Rootfs
+	}
+	return ""
+}
+
+func (x *LRPAllocation) GetPlacementTags() []string {
+	if x != nil {
+		return x.PlacementTags
+	}
+	return nil
+}
+
 // TaskAllocation is one task a cell holds.
 type TaskAllocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskGuid      string                 `protobuf:"bytes,1,opt,name=task_guid,json=taskGuid,proto3" json:"task_guid,omitempty"`
-	Domain        string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
-	Resource      *v1.Resource           `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskGuid string                 `protobuf:"bytes,1,opt,name=task_guid,json=taskGuid,proto3" json:"task_guid,omitempty"`
+	Domain   string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
+	Resource *v1.Resource           `protobuf:"bytes,3,opt,name=resource,proto3" json:"resource,omitempty"`
+	// RUNNING or COMPLETED.
+	State         string   `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Failed        bool     `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	Rootfs        string   `protobuf:"bytes,6,opt,name=rootfs,proto3" json:"rootfs,omitempty"`
+	PlacementTags []string `protobuf:"bytes,7,rep,name=placement_tags,json=placementTags,proto3" json:"placement_tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,6 +223,34 @@ func (x *TaskAllocation) GetDomain() string {
 func (x *TaskAllocation) GetResource() *v1.Resource {
 	if x != nil {
 		return x.Resource
+	}
+	return nil
+}
+
+func (x *TaskAllocation) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *TaskAllocation) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+func (x *TaskAllocation) GetRootfs() string {
+	if x != nil {
+		return x.Rootfs
+	}
+	return ""
+}
+
+func (x *TaskAllocation) GetPlacementTags() []string {
+	if x != nil {
+		return x.PlacementTags
 	}
 	return nil
 }
@@ -486,9 +552,11 @@ func (x *TaskWork) GetPlacementTags() []string {
 
 // PerformRequest carries the work for this cell.
 type PerformRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Lrps          []*LRPWork             `protobuf:"bytes,1,rep,name=lrps,proto3" json:"lrps,omitempty"`
-	Tasks         []*TaskWork            `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lrps  []*LRPWork             `protobuf:"bytes,1,rep,name=lrps,proto3" json:"lrps,omitempty"`
+	Tasks []*TaskWork            `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// When set and not this cell's id, all the work is refused.
+	CellId        string `protobuf:"bytes,3,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -535,6 +603,13 @@ func (x *PerformRequest) GetTasks() []*TaskWork {
 		return x.Tasks
 	}
 	return nil
+}
+
+func (x *PerformRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
 }
 
 // PerformResponse returns the work the cell could not take.
@@ -852,21 +927,457 @@ func (x *PingResponse) GetCellId() string {
 	return ""
 }
 
+// StreamLogsRequest selects the output to send: an LRP's instances (all, or one index) or a task.
+type StreamLogsRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index       *int32                 `protobuf:"varint,2,opt,name=index,proto3,oneof" json:"index,omitempty"`
+	TaskGuid    string                 `protobuf:"bytes,3,opt,name=task_guid,json=taskGuid,proto3" json:"task_guid,omitempty"`
+	// Keep the stream open and send new lines as they are written.
+	Follow bool `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
+	// Send at most this many kept lines per instance before following (0 = all kept).
+	Tail          int32 `protobuf:"varint,5,opt,name=tail,proto3" json:"tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamLogsRequest) Reset() {
+	*x = StreamLogsRequest{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamLogsRequest) ProtoMessage() {}
+
+func (x *StreamLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamLogsRequest.ProtoReflect.Descriptor instead.
+func (*StreamLogsRequest) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *StreamLogsRequest) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *StreamLogsRequest) GetIndex() int32 {
+	if x != nil && x.Index != nil {
+		return *x.Index
+	}
+	return 0
+}
+
+func (x *StreamLogsRequest) GetTaskGuid() string {
+	if x != nil {
+		return x.TaskGuid
+	}
+	return ""
+}
+
+func (x *StreamLogsRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *StreamLogsRequest) GetTail() int32 {
+	if x != nil {
+		return x.Tail
+	}
+	return 0
+}
+
+// LogLine is one line a process wrote.
+type LogLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The container: an instance guid or a task guid.
+	ContainerGuid string `protobuf:"bytes,1,opt,name=container_guid,json=containerGuid,proto3" json:"container_guid,omitempty"`
+	ProcessGuid   string `protobuf:"bytes,2,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index         int32  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// The action's log_source (default "APP"), or "CELL" for the cell's own lines.
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// "stdout" or "stderr".
+	Stream string `protobuf:"bytes,5,opt,name=stream,proto3" json:"stream,omitempty"`
+	Text   string `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	// Unix nanoseconds.
+	Timestamp     int64 `protobuf:"varint,7,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogLine) Reset() {
+	*x = LogLine{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogLine) ProtoMessage() {}
+
+func (x *LogLine) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogLine.ProtoReflect.Descriptor instead.
+func (*LogLine) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *LogLine) GetContainerGuid() string {
+	if x != nil {
+		return x.ContainerGuid
+	}
+	return ""
+}
+
+func (x *LogLine) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *LogLine) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *LogLine) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *LogLine) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *LogLine) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *LogLine) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+// StreamLogsResponse carries one or more lines.
+type StreamLogsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lines         []*LogLine             `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamLogsResponse) Reset() {
+	*x = StreamLogsResponse{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamLogsResponse) ProtoMessage() {}
+
+func (x *StreamLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamLogsResponse.ProtoReflect.Descriptor instead.
+func (*StreamLogsResponse) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *StreamLogsResponse) GetLines() []*LogLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+// ContainerMetricsRequest is empty.
+type ContainerMetricsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerMetricsRequest) Reset() {
+	*x = ContainerMetricsRequest{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerMetricsRequest) ProtoMessage() {}
+
+func (x *ContainerMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerMetricsRequest.ProtoReflect.Descriptor instead.
+func (*ContainerMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{17}
+}
+
+// ContainerMetric is one container's usage.
+type ContainerMetric struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ContainerGuid    string                 `protobuf:"bytes,1,opt,name=container_guid,json=containerGuid,proto3" json:"container_guid,omitempty"`
+	ProcessGuid      string                 `protobuf:"bytes,2,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index            int32                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	TaskGuid         string                 `protobuf:"bytes,4,opt,name=task_guid,json=taskGuid,proto3" json:"task_guid,omitempty"`
+	CpuTimeNs        uint64                 `protobuf:"varint,5,opt,name=cpu_time_ns,json=cpuTimeNs,proto3" json:"cpu_time_ns,omitempty"`
+	MemoryBytes      uint64                 `protobuf:"varint,6,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	MemoryQuotaBytes uint64                 `protobuf:"varint,7,opt,name=memory_quota_bytes,json=memoryQuotaBytes,proto3" json:"memory_quota_bytes,omitempty"`
+	DiskBytes        uint64                 `protobuf:"varint,8,opt,name=disk_bytes,json=diskBytes,proto3" json:"disk_bytes,omitempty"`
+	DiskQuotaBytes   uint64                 `protobuf:"varint,9,opt,name=disk_quota_bytes,json=diskQuotaBytes,proto3" json:"disk_quota_bytes,omitempty"`
+	Pids             uint64                 `protobuf:"varint,10,opt,name=pids,proto3" json:"pids,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ContainerMetric) Reset() {
+	*x = ContainerMetric{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerMetric) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerMetric) ProtoMessage() {}
+
+func (x *ContainerMetric) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerMetric.ProtoReflect.Descriptor instead.
+func (*ContainerMetric) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ContainerMetric) GetContainerGuid() string {
+	if x != nil {
+		return x.ContainerGuid
+	}
+	return ""
+}
+
+func (x *ContainerMetric) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *ContainerMetric) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetTaskGuid() string {
+	if x != nil {
+		return x.TaskGuid
+	}
+	return ""
+}
+
+func (x *ContainerMetric) GetCpuTimeNs() uint64 {
+	if x != nil {
+		return x.CpuTimeNs
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetMemoryQuotaBytes() uint64 {
+	if x != nil {
+		return x.MemoryQuotaBytes
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetDiskBytes() uint64 {
+	if x != nil {
+		return x.DiskBytes
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetDiskQuotaBytes() uint64 {
+	if x != nil {
+		return x.DiskQuotaBytes
+	}
+	return 0
+}
+
+func (x *ContainerMetric) GetPids() uint64 {
+	if x != nil {
+		return x.Pids
+	}
+	return 0
+}
+
+// ContainerMetricsResponse lists every container of the cell.
+type ContainerMetricsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	Metrics       []*ContainerMetric     `protobuf:"bytes,2,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerMetricsResponse) Reset() {
+	*x = ContainerMetricsResponse{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerMetricsResponse) ProtoMessage() {}
+
+func (x *ContainerMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerMetricsResponse.ProtoReflect.Descriptor instead.
+func (*ContainerMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ContainerMetricsResponse) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *ContainerMetricsResponse) GetMetrics() []*ContainerMetric {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
 var File_drover_rep_v1_rep_service_proto protoreflect.FileDescriptor
 
 const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fdrover/rep/v1/rep_service.proto\x12\rdrover.rep.v1\x1a\x1bdrover/models/v1/cell.proto\x1a\x1ddrover/models/v1/common.proto\"\x0e\n" +
-	"\fStateRequest\"\x98\x01\n" +
+	"\fStateRequest\"\x92\x02\n" +
 	"\rLRPAllocation\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x16\n" +
 	"\x06domain\x18\x03 \x01(\tR\x06domain\x126\n" +
-	"\bresource\x18\x04 \x01(\v2\x1a.drover.models.v1.ResourceR\bresource\"}\n" +
+	"\bresource\x18\x04 \x01(\v2\x1a.drover.models.v1.ResourceR\bresource\x12#\n" +
+	"\rinstance_guid\x18\x05 \x01(\tR\finstanceGuid\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x16\n" +
+	"\x06rootfs\x18\a \x01(\tR\x06rootfs\x12%\n" +
+	"\x0eplacement_tags\x18\b \x03(\tR\rplacementTags\"\xea\x01\n" +
 	"\x0eTaskAllocation\x12\x1b\n" +
 	"\ttask_guid\x18\x01 \x01(\tR\btaskGuid\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x126\n" +
-	"\bresource\x18\x03 \x01(\v2\x1a.drover.models.v1.ResourceR\bresource\"\xd1\x04\n" +
+	"\bresource\x18\x03 \x01(\v2\x1a.drover.models.v1.ResourceR\bresource\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\bR\x06failed\x12\x16\n" +
+	"\x06rootfs\x18\x06 \x01(\tR\x06rootfs\x12%\n" +
+	"\x0eplacement_tags\x18\a \x03(\tR\rplacementTags\"\xd1\x04\n" +
 	"\rStateResponse\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12O\n" +
@@ -896,10 +1407,11 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x126\n" +
 	"\bresource\x18\x03 \x01(\v2\x1a.drover.models.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06rootfs\x18\x04 \x01(\tR\x06rootfs\x12%\n" +
-	"\x0eplacement_tags\x18\x05 \x03(\tR\rplacementTags\"k\n" +
+	"\x0eplacement_tags\x18\x05 \x03(\tR\rplacementTags\"\x84\x01\n" +
 	"\x0ePerformRequest\x12*\n" +
 	"\x04lrps\x18\x01 \x03(\v2\x16.drover.rep.v1.LRPWorkR\x04lrps\x12-\n" +
-	"\x05tasks\x18\x02 \x03(\v2\x17.drover.rep.v1.TaskWorkR\x05tasks\"\x86\x01\n" +
+	"\x05tasks\x18\x02 \x03(\v2\x17.drover.rep.v1.TaskWorkR\x05tasks\x12\x17\n" +
+	"\acell_id\x18\x03 \x01(\tR\x06cellId\"\x86\x01\n" +
 	"\x0fPerformResponse\x127\n" +
 	"\vfailed_lrps\x18\x01 \x03(\v2\x16.drover.rep.v1.LRPWorkR\n" +
 	"failedLrps\x12:\n" +
@@ -914,7 +1426,41 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\x12CancelTaskResponse\"\r\n" +
 	"\vPingRequest\"'\n" +
 	"\fPingResponse\x12\x17\n" +
-	"\acell_id\x18\x01 \x01(\tR\x06cellId2\x90\x03\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"\xa4\x01\n" +
+	"\x11StreamLogsRequest\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x19\n" +
+	"\x05index\x18\x02 \x01(\x05H\x00R\x05index\x88\x01\x01\x12\x1b\n" +
+	"\ttask_guid\x18\x03 \x01(\tR\btaskGuid\x12\x16\n" +
+	"\x06follow\x18\x04 \x01(\bR\x06follow\x12\x12\n" +
+	"\x04tail\x18\x05 \x01(\x05R\x04tailB\b\n" +
+	"\x06_index\"\xcb\x01\n" +
+	"\aLogLine\x12%\n" +
+	"\x0econtainer_guid\x18\x01 \x01(\tR\rcontainerGuid\x12!\n" +
+	"\fprocess_guid\x18\x02 \x01(\tR\vprocessGuid\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x16\n" +
+	"\x06stream\x18\x05 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\x12\x1c\n" +
+	"\ttimestamp\x18\a \x01(\x03R\ttimestamp\"B\n" +
+	"\x12StreamLogsResponse\x12,\n" +
+	"\x05lines\x18\x01 \x03(\v2\x16.drover.rep.v1.LogLineR\x05lines\"\x19\n" +
+	"\x17ContainerMetricsRequest\"\xdc\x02\n" +
+	"\x0fContainerMetric\x12%\n" +
+	"\x0econtainer_guid\x18\x01 \x01(\tR\rcontainerGuid\x12!\n" +
+	"\fprocess_guid\x18\x02 \x01(\tR\vprocessGuid\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x1b\n" +
+	"\ttask_guid\x18\x04 \x01(\tR\btaskGuid\x12\x1e\n" +
+	"\vcpu_time_ns\x18\x05 \x01(\x04R\tcpuTimeNs\x12!\n" +
+	"\fmemory_bytes\x18\x06 \x01(\x04R\vmemoryBytes\x12,\n" +
+	"\x12memory_quota_bytes\x18\a \x01(\x04R\x10memoryQuotaBytes\x12\x1d\n" +
+	"\n" +
+	"disk_bytes\x18\b \x01(\x04R\tdiskBytes\x12(\n" +
+	"\x10disk_quota_bytes\x18\t \x01(\x04R\x0ediskQuotaBytes\x12\x12\n" +
+	"\x04pids\x18\n" +
+	" \x01(\x04R\x04pids\"m\n" +
+	"\x18ContainerMetricsResponse\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x128\n" +
+	"\ametrics\x18\x02 \x03(\v2\x1e.drover.rep.v1.ContainerMetricR\ametrics2\xca\x04\n" +
 	"\n" +
 	"RepService\x12B\n" +
 	"\x05State\x12\x1b.drover.rep.v1.StateRequest\x1a\x1c.drover.rep.v1.StateResponse\x12H\n" +
@@ -922,7 +1468,10 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\x0fStopLRPInstance\x12%.drover.rep.v1.StopLRPInstanceRequest\x1a&.drover.rep.v1.StopLRPInstanceResponse\x12Q\n" +
 	"\n" +
 	"CancelTask\x12 .drover.rep.v1.CancelTaskRequest\x1a!.drover.rep.v1.CancelTaskResponse\x12?\n" +
-	"\x04Ping\x12\x1a.drover.rep.v1.PingRequest\x1a\x1b.drover.rep.v1.PingResponseB\xa4\x01\n" +
+	"\x04Ping\x12\x1a.drover.rep.v1.PingRequest\x1a\x1b.drover.rep.v1.PingResponse\x12S\n" +
+	"\n" +
+	"StreamLogs\x12 .drover.rep.v1.StreamLogsRequest\x1a!.drover.rep.v1.StreamLogsResponse0\x01\x12c\n" +
+	"\x10ContainerMetrics\x12&.drover.rep.v1.ContainerMetricsRequest\x1a'.drover.rep.v1.ContainerMetricsResponseB\xa4\x01\n" +
 	"\x11com.drover.rep.v1B\x0fRepServiceProtoP\x01Z(drover.dev/proto/gen/drover/rep/v1;repv1\xa2\x02\x03DRX\xaa\x02\rDrover.Rep.V1\xca\x02\rDrover\\Rep\\V1\xe2\x02\x19Drover\\Rep\\V1\\GPBMetadata\xea\x02\x0fDrover::Rep::V1b\x06proto3"
 
 var (
@@ -937,55 +1486,67 @@ func file_drover_rep_v1_rep_service_proto_rawDescGZIP() []byte {
 	return file_drover_rep_v1_rep_service_proto_rawDescData
 }
 
-var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_drover_rep_v1_rep_service_proto_goTypes = []any{
-	(*StateRequest)(nil),            // 0: drover.rep.v1.StateRequest
-	(*LRPAllocation)(nil),           // 1: drover.rep.v1.LRPAllocation
-	(*TaskAllocation)(nil),          // 2: drover.rep.v1.TaskAllocation
-	(*StateResponse)(nil),           // 3: drover.rep.v1.StateResponse
-	(*LRPWork)(nil),                 // 4: drover.rep.v1.LRPWork
-	(*TaskWork)(nil),                // 5: drover.rep.v1.TaskWork
-	(*PerformRequest)(nil),          // 6: drover.rep.v1.PerformRequest
-	(*PerformResponse)(nil),         // 7: drover.rep.v1.PerformResponse
-	(*StopLRPInstanceRequest)(nil),  // 8: drover.rep.v1.StopLRPInstanceRequest
-	(*StopLRPInstanceResponse)(nil), // 9: drover.rep.v1.StopLRPInstanceResponse
-	(*CancelTaskRequest)(nil),       // 10: drover.rep.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),      // 11: drover.rep.v1.CancelTaskResponse
-	(*PingRequest)(nil),             // 12: drover.rep.v1.PingRequest
-	(*PingResponse)(nil),            // 13: drover.rep.v1.PingResponse
-	(*v1.Resource)(nil),             // 14: drover.models.v1.Resource
-	(*v1.CellCapacity)(nil),         // 15: drover.models.v1.CellCapacity
-	(*v1.RootFSProvider)(nil),       // 16: drover.models.v1.RootFSProvider
+	(*StateRequest)(nil),             // 0: drover.rep.v1.StateRequest
+	(*LRPAllocation)(nil),            // 1: drover.rep.v1.LRPAllocation
+	(*TaskAllocation)(nil),           // 2: drover.rep.v1.TaskAllocation
+	(*StateResponse)(nil),            // 3: drover.rep.v1.StateResponse
+	(*LRPWork)(nil),                  // 4: drover.rep.v1.LRPWork
+	(*TaskWork)(nil),                 // 5: drover.rep.v1.TaskWork
+	(*PerformRequest)(nil),           // 6: drover.rep.v1.PerformRequest
+	(*PerformResponse)(nil),          // 7: drover.rep.v1.PerformResponse
+	(*StopLRPInstanceRequest)(nil),   // 8: drover.rep.v1.StopLRPInstanceRequest
+	(*StopLRPInstanceResponse)(nil),  // 9: drover.rep.v1.StopLRPInstanceResponse
+	(*CancelTaskRequest)(nil),        // 10: drover.rep.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),       // 11: drover.rep.v1.CancelTaskResponse
+	(*PingRequest)(nil),              // 12: drover.rep.v1.PingRequest
+	(*PingResponse)(nil),             // 13: drover.rep.v1.PingResponse
+	(*StreamLogsRequest)(nil),        // 14: drover.rep.v1.StreamLogsRequest
+	(*LogLine)(nil),                  // 15: drover.rep.v1.LogLine
+	(*StreamLogsResponse)(nil),       // 16: drover.rep.v1.StreamLogsResponse
+	(*ContainerMetricsRequest)(nil),  // 17: drover.rep.v1.ContainerMetricsRequest
+	(*ContainerMetric)(nil),          // 18: drover.rep.v1.ContainerMetric
+	(*ContainerMetricsResponse)(nil), // 19: drover.rep.v1.ContainerMetricsResponse
+	(*v1.Resource)(nil),              // 20: drover.models.v1.Resource
+	(*v1.CellCapacity)(nil),          // 21: drover.models.v1.CellCapacity
+	(*v1.RootFSProvider)(nil),        // 22: drover.models.v1.RootFSProvider
 }
 var file_drover_rep_v1_rep_service_proto_depIdxs = []int32{
-	14, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
-	14, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
-	15, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
-	15, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
+	20, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
+	20, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
+	21, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
+	21, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
 	1,  // 4: drover.rep.v1.StateResponse.lrps:type_name -> drover.rep.v1.LRPAllocation
 	2,  // 5: drover.rep.v1.StateResponse.tasks:type_name -> drover.rep.v1.TaskAllocation
-	16, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
-	14, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
-	14, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
+	22, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
+	20, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
+	20, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
 	4,  // 9: drover.rep.v1.PerformRequest.lrps:type_name -> drover.rep.v1.LRPWork
 	5,  // 10: drover.rep.v1.PerformRequest.tasks:type_name -> drover.rep.v1.TaskWork
 	4,  // 11: drover.rep.v1.PerformResponse.failed_lrps:type_name -> drover.rep.v1.LRPWork
 	5,  // 12: drover.rep.v1.PerformResponse.failed_tasks:type_name -> drover.rep.v1.TaskWork
-	0,  // 13: drover.rep.v1.RepService.State:input_type -> drover.rep.v1.StateRequest
-	6,  // 14: drover.rep.v1.RepService.Perform:input_type -> drover.rep.v1.PerformRequest
-	8,  // 15: drover.rep.v1.RepService.StopLRPInstance:input_type -> drover.rep.v1.StopLRPInstanceRequest
-	10, // 16: drover.rep.v1.RepService.CancelTask:input_type -> drover.rep.v1.CancelTaskRequest
-	12, // 17: drover.rep.v1.RepService.Ping:input_type -> drover.rep.v1.PingRequest
-	3,  // 18: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
-	7,  // 19: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
-	9,  // 20: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
-	11, // 21: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
-	13, // 22: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	15, // 13: drover.rep.v1.StreamLogsResponse.lines:type_name -> drover.rep.v1.LogLine
+	18, // 14: drover.rep.v1.ContainerMetricsResponse.metrics:type_name -> drover.rep.v1.ContainerMetric
+	0,  // 15: drover.rep.v1.RepService.State:input_type -> drover.rep.v1.StateRequest
+	6,  // 16: drover.rep.v1.RepService.Perform:input_type -> drover.rep.v1.PerformRequest
+	8,  // 17: drover.rep.v1.RepService.StopLRPInstance:input_type -> drover.rep.v1.StopLRPInstanceRequest
+	10, // 18: drover.rep.v1.RepService.CancelTask:input_type -> drover.rep.v1.CancelTaskRequest
+	12, // 19: drover.rep.v1.RepService.Ping:input_type -> drover.rep.v1.PingRequest
+	14, // 20: drover.rep.v1.RepService.StreamLogs:input_type -> drover.rep.v1.StreamLogsRequest
+	17, // 21: drover.rep.v1.RepService.ContainerMetrics:input_type -> drover.rep.v1.ContainerMetricsRequest
+	3,  // 22: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
+	7,  // 23: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
+	9,  // 24: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
+	11, // 25: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
+	13, // 26: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
+	16, // 27: drover.rep.v1.RepService.StreamLogs:output_type -> drover.rep.v1.StreamLogsResponse
+	19, // 28: drover.rep.v1.RepService.ContainerMetrics:output_type -> drover.rep.v1.ContainerMetricsResponse
+	22, // [22:29] is the sub-list for method output_type
+	15, // [15:22] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_drover_rep_v1_rep_service_proto_init() }
@@ -993,13 +1554,14 @@ func file_drover_rep_v1_rep_service_proto_init() {
 	if File_drover_rep_v1_rep_service_proto != nil {
 		return
 	}
+	file_drover_rep_v1_rep_service_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_rep_v1_rep_service_proto_rawDesc), len(file_drover_rep_v1_rep_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

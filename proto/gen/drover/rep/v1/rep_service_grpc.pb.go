@@ -19,11 +19,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RepService_State_FullMethodName           = "/drover.rep.v1.RepService/State"
-	RepService_Perform_FullMethodName         = "/drover.rep.v1.RepService/Perform"
-	RepService_StopLRPInstance_FullMethodName = "/drover.rep.v1.RepService/StopLRPInstance"
-	RepService_CancelTask_FullMethodName      = "/drover.rep.v1.RepService/CancelTask"
-	RepService_Ping_FullMethodName            = "/drover.rep.v1.RepService/Ping"
+	RepService_State_FullMethodName            = "/drover.rep.v1.RepService/State"
+	RepService_Perform_FullMethodName          = "/drover.rep.v1.RepService/Perform"
+	RepService_StopLRPInstance_FullMethodName  = "/drover.rep.v1.RepService/StopLRPInstance"
+	RepService_CancelTask_FullMethodName       = "/drover.rep.v1.RepService/CancelTask"
+	RepService_Ping_FullMethodName             = "/drover.rep.v1.RepService/Ping"
+	RepService_StreamLogs_FullMethodName       = "/drover.rep.v1.RepService/StreamLogs"
+	RepService_ContainerMetrics_FullMethodName = "/drover.rep.v1.RepService/ContainerMetrics"
 )
 
 // RepServiceClient is the client API for RepService service.
@@ -42,6 +44,11 @@ type RepServiceClient interface {
 	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 	// Ping answers while the rep is up.
 	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
+	// StreamLogs sends the kept output of an LRP's instances or a task, then, when asked to
+	// follow, new lines as they are written.
+	StreamLogs(ctx context.Context, in *StreamLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamLogsResponse], error)
+	// ContainerMetrics reports each container's usage from its cgroups.
+	ContainerMetrics(ctx context.Context, in *ContainerMetricsRequest, opts ...grpc.CallOption) (*ContainerMetricsResponse, error)
 }
 
 type repServiceClient struct {
@@ -102,6 +109,35 @@ func (c *repServiceClient) Ping(ctx context.Context, in *PingRequest, opts ...gr
 	return out, nil
 }
 
+func (c *repServiceClient) StreamLogs(ctx context.Context, in *StreamLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamLogsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RepService_ServiceDesc.Streams[0], RepService_StreamLogs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamLogsRequest, StreamLogsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RepService_StreamLogsClient = grpc.ServerStreamingClient[StreamLogsResponse]
+
+func (c *repServiceClient) ContainerMetrics(ctx context.Context, in *ContainerMetricsRequest, opts ...grpc.CallOption) (*ContainerMetricsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ContainerMetricsResponse)
+	err := c.cc.Invoke(ctx, RepService_ContainerMetrics_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RepServiceServer is the server API for RepService service.
 // All implementations must embed UnimplementedRepServiceServer
 // for forward compatibility.
@@ -118,6 +154,11 @@ type RepServiceServer interface {
 	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	// Ping answers while the rep is up.
 	Ping(context.Context, *PingRequest) (*PingResponse, error)
+	// StreamLogs sends the kept output of an LRP's instances or a task, then, when asked to
+	// follow, new lines as they are written.
+	StreamLogs(*StreamLogsRequest, grpc.ServerStreamingServer[StreamLogsResponse]) error
+	// ContainerMetrics reports each container's usage from its cgroups.
+	ContainerMetrics(context.Context, *ContainerMetricsRequest) (*ContainerMetricsResponse, error)
 	mustEmbedUnimplementedRepServiceServer()
 }
 
@@ -142,6 +183,12 @@ func (UnimplementedRepServiceServer) CancelTask(context.Context, *CancelTaskRequ
 }
 func (UnimplementedRepServiceServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedRepServiceServer) StreamLogs(*StreamLogsRequest, grpc.ServerStreamingServer[StreamLogsResponse]) error {
+	return status.Error(codes.Unimplemented, "method StreamLogs not implemented")
+}
+func (UnimplementedRepServiceServer) ContainerMetrics(context.Context, *ContainerMetricsRequest) (*ContainerMetricsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ContainerMetrics not implemented")
 }
 func (UnimplementedRepServiceServer) mustEmbedUnimplementedRepServiceServer() {}
 func (UnimplementedRepServiceServer) testEmbeddedByValue()                    {}
@@ -254,6 +301,35 @@ func _RepService_Ping_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RepService_StreamLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamLogsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RepServiceServer).StreamLogs(m, &grpc.GenericServerStream[StreamLogsRequest, StreamLogsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RepService_StreamLogsServer = grpc.ServerStreamingServer[StreamLogsResponse]
+
+func _RepService_ContainerMetrics_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ContainerMetricsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RepServiceServer).ContainerMetrics(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RepService_ContainerMetrics_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RepServiceServer).ContainerMetrics(ctx, req.(*ContainerMetricsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RepService_ServiceDesc is the grpc.ServiceDesc for RepService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -281,7 +357,17 @@ var RepService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Ping",
 			Handler:    _RepService_Ping_Handler,
 		},
+		{
+			MethodName: "ContainerMetrics",
+			Handler:    _RepService_ContainerMetrics_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamLogs",
+			Handler:       _RepService_StreamLogs_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "drover/rep/v1/rep_service.proto",
 }
