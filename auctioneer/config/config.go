@@ -1,0 +1,100 @@
+// Package config is the auctioneer's configuration: one JSON file, validated at start.
+package config
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/logging"
+	"drover.dev/lib/tlsconfig"
+)
+
+// Defaults (reference/cell.md §1.9).
+const (
+	DefaultListenAddress           = "127.0.0.1:9016"
+	DefaultDebugAddress            = "127.0.0.1:9017"
+	DefaultBBSAddress              = "127.0.0.1:8889"
+	DefaultCellStateTimeout        = 10 * time.Second
+	DefaultCommunicationTimeout    = 10 * time.Second
+	DefaultLockTTL                 = 15 * time.Second
+	DefaultLockRetryInterval       = 5 * time.Second
+	DefaultStartingContainerWeight = 0.25
+	DefaultLogLevel                = "info"
+	LockKey                        = "auctioneer"
+)
+
+// Config is the auctioneer's configuration file.
+type Config struct {
+	ListenAddress string `json:"listen_address"`
+	DebugAddress  string `json:"debug_address"`
+	BBSAddress    string `json:"bbs_address"`
+	// TLS is the auctioneer's certificate for its server and as a client of the BBS and reps.
+	TLS                  tlsconfig.Files    `json:"tls"`
+	CellStateTimeout     libconfig.Duration `json:"cell_state_timeout"`
+	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
+	LockTTL              libconfig.Duration `json:"lock_ttl"`
+	LockRetryInterval    libconfig.Duration `json:"lock_retry_interval"`
+	// LockOwner identifies this auctioneer in the lock (default: a random id).
+	LockOwner                     string  `json:"lock_owner,omitempty"`
+	StartingContainerWeight       float64 `json:"starting_container_weight"`
+	BinPackFirstFitWeight         float64 `json:"bin_pack_first_fit_weight"`
+	StartingContainerCountMaximum int     `json:"starting_container_count_maximum"`
+	LogLevel                      string  `json:"log_level"`
+}
+
+// Default returns a configuration with every default filled in.
+func Default() Config {
+	return Config{
+		ListenAddress:           DefaultListenAddress,
+		DebugAddress:            DefaultDebugAddress,
+		BBSAddress:              DefaultBBSAddress,
+		CellStateTimeout:        libconfig.Duration(DefaultCellStateTimeout),
+		CommunicationTimeout:    libconfig.Duration(DefaultCommunicationTimeout),
+		LockTTL:                 libconfig.Duration(DefaultLockTTL),
+		LockRetryInterval:       libconfig.Duration(DefaultLockRetryInterval),
+		StartingContainerWeight: DefaultStartingContainerWeight,
+		LogLevel:                DefaultLogLevel,
+	}
+}
+
+// Load reads and validates the file at path over the defaults.
+func Load(path string) (*Config, error) {
+	cfg := Default()
+	if err := libconfig.Load(path, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Validate names the problem of every field that is wrong.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("nil config")
+	}
+	var errs []error
+	for field, addr := range map[string]string{"listen_address": c.ListenAddress, "debug_address": c.DebugAddress, "bbs_address": c.BBSAddress} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, libconfig.Invalid(field, "must be host:port, got %q", addr))
+		}
+	}
+	if c.TLS.Enabled() {
+		if err := c.TLS.Validate(); err != nil {
+			errs = append(errs, libconfig.Invalid("tls", "%v", err))
+		}
+	}
+	if c.CellStateTimeout <= 0 || c.CommunicationTimeout <= 0 {
+		errs = append(errs, libconfig.Invalid("cell_state_timeout", "cell_state_timeout and communication_timeout must be positive"))
+	}
+	if c.LockTTL <= 0 || c.LockRetryInterval <= 0 {
+		errs = append(errs, libconfig.Invalid("lock_ttl", "lock_ttl and lock_retry_interval must be positive"))
+	}
+	if c.StartingContainerWeight < 0 || c.BinPackFirstFitWeight < 0 || c.StartingContainerCountMaximum < 0 {
+		errs = append(errs, libconfig.Invalid("starting_container_weight", "weights and the in-flight maximum must not be negative"))
+	}
+	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, libconfig.Invalid("log_level", "%v", err))
+	}
+	return errors.Join(errs...)
+}

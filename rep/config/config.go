@@ -1,0 +1,237 @@
+// Package config is the rep's configuration: one JSON file, validated at start.
+package config
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/logging"
+	"drover.dev/lib/tlsconfig"
+)
+
+// Defaults.
+const (
+	DefaultListenAddress       = "127.0.0.1:1800"
+	DefaultDebugAddress        = "127.0.0.1:1801"
+	DefaultBBSAddress          = "127.0.0.1:8889"
+	DefaultZone                = "z1"
+	DefaultPresenceTTL         = 15 * time.Second
+	DefaultPresenceInterval    = 5 * time.Second
+	DefaultPollingInterval     = 30 * time.Second
+	DefaultGracePeriod         = 10 * time.Second
+	DefaultUnhealthyInterval   = 500 * time.Millisecond
+	DefaultHealthyInterval     = 30 * time.Second
+	DefaultReservedExpiration  = time.Minute
+	DefaultContainerdNamespace = "drover"
+	DefaultBackend             = "containerd"
+	DefaultLogLevel            = "info"
+	DefaultMaxCacheBytes       = 1 << 30
+	DefaultLogLinesPerInstance = 1000
+)
+
+// Config is the rep's configuration file.
+type Config struct {
+	// CellID names the cell; it is the presence key in the BBS.
+	CellID string `json:"cell_id"`
+	Zone   string `json:"zone"`
+	// ListenAddress serves drover.rep.v1 over mTLS (and health, reflection).
+	ListenAddress string `json:"listen_address"`
+	// AdvertiseAddress is host:port the BBS and auctioneer dial (default ListenAddress).
+	AdvertiseAddress string `json:"advertise_address,omitempty"`
+	DebugAddress     string `json:"debug_address"`
+	BBSAddress       string `json:"bbs_address"`
+	// TLS is the rep's certificate for its server and as a client of the BBS.
+	TLS tlsconfig.Files `json:"tls"`
+
+	// Capacity advertised and accounted by the executor.
+	MemoryMB   int `json:"memory_mb"`
+	DiskMB     int `json:"disk_mb"`
+	Containers int `json:"containers"`
+
+	PlacementTags         []string `json:"placement_tags,omitempty"`
+	OptionalPlacementTags []string `json:"optional_placement_tags,omitempty"`
+	// PreloadedRootFSes maps a name (preloaded:NAME) to an OCI image tarball or directory.
+	PreloadedRootFSes map[string]string `json:"preloaded_rootfses"`
+	// RootFSProviders are arbitrary schemes the cell accepts (e.g. "docker").
+	RootFSProviders []string `json:"rootfs_providers,omitempty"`
+
+	PresenceTTL      libconfig.Duration `json:"presence_ttl"`
+	PresenceInterval libconfig.Duration `json:"presence_interval"`
+	// PollingInterval is the period of the sync of containers with the BBS.
+	PollingInterval libconfig.Duration `json:"polling_interval"`
+
+	Executor ExecutorConfig `json:"executor"`
+	LogLevel string         `json:"log_level"`
+}
+
+// ExecutorConfig configures the in-process executor.
+type ExecutorConfig struct {
+	// Backend is "containerd" or "sim".
+	Backend string `json:"backend"`
+	// StateDir keeps the executor's files (container state, logs, download cache).
+	StateDir            string `json:"state_dir"`
+	ContainerdSocket    string `json:"containerd_socket"`
+	ContainerdNamespace string `json:"containerd_namespace"`
+	// ExternalIP is the cell's address: host ports are published there.
+	ExternalIP string `json:"external_ip"`
+	// PortRangeStart..PortRangeEnd are the host ports handed to containers.
+	PortRangeStart int `json:"port_range_start"`
+	PortRangeEnd   int `json:"port_range_end"`
+	// Subnet is the CIDR of this cell's container bridge; BridgeName its interface.
+	Subnet     string `json:"subnet"`
+	BridgeName string `json:"bridge_name"`
+	// CNIBinDir holds the CNI plugins (bridge, portmap, host-local, loopback).
+	CNIBinDir           string             `json:"cni_bin_dir"`
+	GracePeriod         libconfig.Duration `json:"grace_period"`
+	UnhealthyInterval   libconfig.Duration `json:"unhealthy_interval"`
+	HealthyInterval     libconfig.Duration `json:"healthy_interval"`
+	ReservedExpiration  libconfig.Duration `json:"reserved_expiration"`
+	MaxCacheBytes       int64              `json:"max_cache_bytes"`
+	LogLinesPerInstance int                `json:"log_lines_per_instance"`
+	// Sim configures the simulated backend.
+	SimStartLatency libconfig.Duration `json:"sim_start_latency,omitempty"`
+	SimFailureRate  float64            `json:"sim_failure_rate,omitempty"`
+}
+
+// Default returns a configuration with every default filled in.
+func Default() Config {
+	return Config{
+		Zone:             DefaultZone,
+		ListenAddress:    DefaultListenAddress,
+		DebugAddress:     DefaultDebugAddress,
+		BBSAddress:       DefaultBBSAddress,
+		MemoryMB:         4096,
+		DiskMB:           8192,
+		Containers:       100,
+		PresenceTTL:      libconfig.Duration(DefaultPresenceTTL),
+		PresenceInterval: libconfig.Duration(DefaultPresenceInterval),
+		PollingInterval:  libconfig.Duration(DefaultPollingInterval),
+		RootFSProviders:  []string{"docker"},
+		Executor: ExecutorConfig{
+			Backend:             DefaultBackend,
+			ContainerdNamespace: DefaultContainerdNamespace,
+			ExternalIP:          "127.0.0.1",
+			PortRangeStart:      61000,
+			PortRangeEnd:        61999,
+			Subnet:              "10.88.1.0/24",
+			BridgeName:          "drover0",
+			CNIBinDir:           "/usr/lib/cni",
+			GracePeriod:         libconfig.Duration(DefaultGracePeriod),
+			UnhealthyInterval:   libconfig.Duration(DefaultUnhealthyInterval),
+			HealthyInterval:     libconfig.Duration(DefaultHealthyInterval),
+			ReservedExpiration:  libconfig.Duration(DefaultReservedExpiration),
+			MaxCacheBytes:       DefaultMaxCacheBytes,
+			LogLinesPerInstance: DefaultLogLinesPerInstance,
+		},
+		LogLevel: DefaultLogLevel,
+	}
+}
+
+// Load reads and validates the file at path over the defaults.
+func Load(path string) (*Config, error) {
+	cfg := Default()
+	if err := libconfig.Load(path, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Advertised is the address others dial to reach this rep.
+func (c *Config) Advertised() string {
+	if c.AdvertiseAddress != "" {
+		return c.AdvertiseAddress
+	}
+	return c.ListenAddress
+}
+
+// Validate names the first problem of every field that is wrong.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("nil config")
+	}
+	var errs []error
+	check := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if strings.TrimSpace(c.CellID) == "" {
+		check(libconfig.Invalid("cell_id", "is required"))
+	}
+	check(validAddress("listen_address", c.ListenAddress))
+	check(validAddress("debug_address", c.DebugAddress))
+	check(validAddress("bbs_address", c.BBSAddress))
+	if c.AdvertiseAddress != "" {
+		check(validAddress("advertise_address", c.AdvertiseAddress))
+	}
+	if c.TLS.Enabled() {
+		if err := c.TLS.Validate(); err != nil {
+			check(libconfig.Invalid("tls", "%v", err))
+		}
+	}
+	if c.MemoryMB <= 0 {
+		check(libconfig.Invalid("memory_mb", "must be positive, got %d", c.MemoryMB))
+	}
+	if c.DiskMB <= 0 {
+		check(libconfig.Invalid("disk_mb", "must be positive, got %d", c.DiskMB))
+	}
+	if c.Containers <= 0 {
+		check(libconfig.Invalid("containers", "must be positive, got %d", c.Containers))
+	}
+	if c.PresenceTTL <= 0 || c.PresenceInterval <= 0 || c.PresenceInterval >= c.PresenceTTL {
+		check(libconfig.Invalid("presence_interval", "must be positive and shorter than presence_ttl"))
+	}
+	if c.PollingInterval <= 0 {
+		check(libconfig.Invalid("polling_interval", "must be positive"))
+	}
+	check(c.Executor.validate())
+	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+		check(libconfig.Invalid("log_level", "%v", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *ExecutorConfig) validate() error {
+	var errs []error
+	switch e.Backend {
+	case "containerd":
+		if e.ContainerdSocket == "" {
+			errs = append(errs, libconfig.Invalid("executor.containerd_socket", "is required for the containerd backend"))
+		}
+		if _, _, err := net.ParseCIDR(e.Subnet); err != nil {
+			errs = append(errs, libconfig.Invalid("executor.subnet", "must be a CIDR, got %q", e.Subnet))
+		}
+		if net.ParseIP(e.ExternalIP) == nil {
+			errs = append(errs, libconfig.Invalid("executor.external_ip", "must be an IP address, got %q", e.ExternalIP))
+		}
+		if e.PortRangeStart <= 0 || e.PortRangeEnd > 65535 || e.PortRangeStart > e.PortRangeEnd {
+			errs = append(errs, libconfig.Invalid("executor.port_range_start", "must be a range within 1-65535, got %d-%d", e.PortRangeStart, e.PortRangeEnd))
+		}
+	case "sim":
+		if e.SimFailureRate < 0 || e.SimFailureRate > 1 {
+			errs = append(errs, libconfig.Invalid("executor.sim_failure_rate", "must be between 0 and 1"))
+		}
+	default:
+		errs = append(errs, libconfig.Invalid("executor.backend", "must be \"containerd\" or \"sim\", got %q", e.Backend))
+	}
+	if e.StateDir == "" {
+		errs = append(errs, libconfig.Invalid("executor.state_dir", "is required"))
+	}
+	if e.GracePeriod <= 0 || e.UnhealthyInterval <= 0 || e.HealthyInterval <= 0 || e.ReservedExpiration <= 0 {
+		errs = append(errs, libconfig.Invalid("executor.grace_period", "grace_period, unhealthy_interval, healthy_interval and reserved_expiration must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func validAddress(field, address string) error {
+	if address == "" {
+		return libconfig.Invalid(field, "is required")
+	}
+	if _, _, err := net.SplitHostPort(address); err != nil {
+		return libconfig.Invalid(field, "must be host:port, got %q", address)
+	}
+	return nil
+}
