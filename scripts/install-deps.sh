@@ -13,7 +13,7 @@ export PATH="$bin:$PATH:/usr/local/go/bin"
 
 apt_packages=(
   postgresql nats-server containerd runc containernetworking-plugins iptables
-  busybox-static curl jq ca-certificates
+  busybox-static iproute2 curl jq ca-certificates
 )
 # Go tools: name, package@version. The version must match the go.mod tool pins.
 go_tools=(

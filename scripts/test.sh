@@ -3,7 +3,7 @@
 # that generated code is current and the code is linted, then run every module's tests
 # (unit and integration) and print a summary. Non-zero when anything fails.
 #   scripts/test.sh            # everything
-#   scripts/test.sh unit       # lib, bbs, ctl (no integration suite)
+#   scripts/test.sh unit       # every module but the integration suite
 #   scripts/test.sh integration
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ cd "$root"
 export PATH="$PATH:/usr/local/go/bin"
 
 what=${1:-all}
-unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/...)
+unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/...)
 integration_pkgs=(./integration/...)
 case "$what" in
   all) pkgs=("${unit_pkgs[@]}" "${integration_pkgs[@]}") ;;
@@ -27,6 +27,9 @@ scripts/install-deps.sh
 
 step "private postgres"
 scripts/postgres.sh start
+
+step "private containerd"
+scripts/containerd.sh start
 
 status=0
 if [ "$what" = all ]; then
