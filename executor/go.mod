@@ -4,14 +4,14 @@ go 1.26.0
 
 require (
 	drover.dev/proto v0.0.0
-	github.com/containerd/cgroups/v3 v3.1.3
+	github.com/containerd/cgroups/v3 v3.0.5
 	github.com/containerd/containerd v1.7.35
 	github.com/containernetworking/cni v1.3.1
 	github.com/containernetworking/plugins v1.9.1
 	github.com/coreos/go-iptables v0.8.0
 	github.com/google/uuid v1.6.0
 	github.com/opencontainers/image-spec v1.1.1
-	github.com/opencontainers/runtime-spec v1.3.0
+	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/stretchr/testify v1.12.1
 	github.com/tedsuo/ifrit v0.0.0-20230516164442-7862c310ad26
 	github.com/vishvananda/netlink v1.3.1
