@@ -30,6 +30,9 @@ const (
 	DefaultLogLevel            = "info"
 	DefaultMaxCacheBytes       = 1 << 30
 	DefaultLogLinesPerInstance = 1000
+	DefaultReapInterval        = 15 * time.Second
+	DefaultMetricsInterval     = 15 * time.Second
+	DefaultDiskPollInterval    = 5 * time.Second
 )
 
 // Config is the rep's configuration file.
@@ -91,6 +94,12 @@ type ExecutorConfig struct {
 	ReservedExpiration  libconfig.Duration `json:"reserved_expiration"`
 	MaxCacheBytes       int64              `json:"max_cache_bytes"`
 	LogLinesPerInstance int                `json:"log_lines_per_instance"`
+	// ReapInterval is how often the executor compares its containers with the backend's.
+	ReapInterval libconfig.Duration `json:"reap_interval"`
+	// MetricsInterval is how often container usage is sampled.
+	MetricsInterval libconfig.Duration `json:"metrics_interval"`
+	// DiskPollInterval is how often the containerd backend checks disk usage against disk_mb.
+	DiskPollInterval libconfig.Duration `json:"disk_poll_interval"`
 	// Sim configures the simulated backend.
 	SimStartLatency libconfig.Duration `json:"sim_start_latency,omitempty"`
 	SimFailureRate  float64            `json:"sim_failure_rate,omitempty"`
@@ -125,6 +134,9 @@ func Default() Config {
 			ReservedExpiration:  libconfig.Duration(DefaultReservedExpiration),
 			MaxCacheBytes:       DefaultMaxCacheBytes,
 			LogLinesPerInstance: DefaultLogLinesPerInstance,
+			ReapInterval:        libconfig.Duration(DefaultReapInterval),
+			MetricsInterval:     libconfig.Duration(DefaultMetricsInterval),
+			DiskPollInterval:    libconfig.Duration(DefaultDiskPollInterval),
 		},
 		LogLevel: DefaultLogLevel,
 	}
@@ -222,6 +234,15 @@ func (e *ExecutorConfig) validate() error {
 	}
 	if e.GracePeriod <= 0 || e.UnhealthyInterval <= 0 || e.HealthyInterval <= 0 || e.ReservedExpiration <= 0 {
 		errs = append(errs, libconfig.Invalid("executor.grace_period", "grace_period, unhealthy_interval, healthy_interval and reserved_expiration must be positive"))
+	}
+	if e.ReapInterval <= 0 || e.MetricsInterval <= 0 || e.DiskPollInterval <= 0 {
+		errs = append(errs, libconfig.Invalid("executor.reap_interval", "reap_interval, metrics_interval and disk_poll_interval must be positive"))
+	}
+	if e.MaxCacheBytes <= 0 {
+		errs = append(errs, libconfig.Invalid("executor.max_cache_bytes", "must be positive, got %d", e.MaxCacheBytes))
+	}
+	if e.LogLinesPerInstance <= 0 {
+		errs = append(errs, libconfig.Invalid("executor.log_lines_per_instance", "must be positive, got %d", e.LogLinesPerInstance))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"google.golang.org/grpc"
+
+	"drover.dev/bbs/client"
+	"drover.dev/executor"
+	"drover.dev/lib/debugserver"
+	"drover.dev/lib/grpcserver"
+	"drover.dev/rep/config"
+	"drover.dev/rep/handlers"
+	"drover.dev/rep/harmonizer"
+	"drover.dev/rep/presence"
+)
+
+// rep is the process's shared wiring, built before any member starts.
+type rep struct {
+	cfg       *config.Config
+	logger    *slog.Logger
+	level     *slog.LevelVar
+	registry  *prometheus.Registry
+	metrics   *grpcserver.Metrics
+	serverTLS *tls.Config
+	bbs       *client.Client
+	exec      executor.Client
+	// execRunner runs the executor's loops (adoption, reaping, expiry) as the first member.
+	execRunner ifrit.Runner
+	presence   *presence.Runner
+	harmony    *harmonizer.Harmonizer
+}
+
+// newRep loads the certificates, connects the BBS client and builds every member.
+func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep, error) {
+	var serverTLS, clientTLS *tls.Config
+	if cfg.TLS.Enabled() {
+		var err error
+		if serverTLS, err = cfg.TLS.Server(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		if clientTLS, err = cfg.TLS.Client(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	} else {
+		logger.Warn("tls-disabled", "detail", "serving and dialling the BBS in plaintext")
+	}
+	registry := debugserver.NewRegistry()
+	metrics, err := grpcserver.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	bbs, err := client.New(cfg.BBSAddress, clientTLS)
+	if err != nil {
+		return nil, err
+	}
+	r := &rep{cfg: cfg, logger: logger, level: level, registry: registry, metrics: metrics, serverTLS: serverTLS, bbs: bbs}
+	if r.exec, r.execRunner, err = newExecutor(cfg, logger); err != nil {
+		bbs.Close()
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if r.presence, err = presence.New(presence.Config{
+		CellID:                cfg.CellID,
+		RepAddress:            cfg.Advertised(),
+		Zone:                  cfg.Zone,
+		PlacementTags:         cfg.PlacementTags,
+		OptionalPlacementTags: cfg.OptionalPlacementTags,
+		TTL:                   cfg.PresenceTTL.Duration(),
+		Interval:              cfg.PresenceInterval.Duration(),
+	}, r.exec, bbs, registry, logger); err != nil {
+		bbs.Close()
+		return nil, err
+	}
+	harmonyMetrics, err := harmonizer.NewMetrics(registry)
+	if err != nil {
+		bbs.Close()
+		return nil, err
+	}
+	r.harmony = harmonizer.New(harmonizer.Config{
+		CellID:          cfg.CellID,
+		Zone:            cfg.Zone,
+		PollingInterval: cfg.PollingInterval.Duration(),
+	}, r.exec, harmonizer.GRPCBBS{Client: bbs}, harmonyMetrics, logger)
+	return r, nil
+}
+
+// close releases the BBS connection.
+func (r *rep) close() { _ = r.bbs.Close() }
+
+// members starts the rep in dependency order and stops it in reverse: the harmonizer
+// and the server stop before the executor; nothing deletes containers on the way out.
+func (r *rep) members() ifrit.Runner {
+	return grouper.NewOrdered(os.Interrupt, grouper.Members{
+		{Name: "executor", Runner: r.execRunner},
+		{Name: "presence", Runner: r.presence},
+		{Name: "grpc-server", Runner: ifrit.RunFunc(r.runGRPCServer)},
+		{Name: "harmonizer", Runner: r.harmony},
+		{Name: "debug-server", Runner: debugserver.New(r.cfg.DebugAddress, r.registry, r.level, r.logger)},
+	})
+}
+
+// runGRPCServer serves drover.rep.v1 (with health and reflection) and, once stopped,
+// waits for task cancellations still in flight.
+func (r *rep) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) error {
+	api := handlers.New(handlers.Cell{
+		ID:                    r.cfg.CellID,
+		Zone:                  r.cfg.Zone,
+		PlacementTags:         r.cfg.PlacementTags,
+		OptionalPlacementTags: r.cfg.OptionalPlacementTags,
+	}, r.exec, r.logger)
+	srv, healthServer := grpcserver.NewServer(r.serverTLS,
+		grpc.ChainUnaryInterceptor(r.metrics.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(r.metrics.StreamInterceptor()),
+	)
+	api.Register(srv)
+	r.metrics.Initialize(srv)
+	grpcserver.SetServing(healthServer, srv)
+	err := grpcserver.New(r.cfg.ListenAddress, srv, healthServer, r.logger).Run(signals, ready)
+	api.Wait()
+	return err
+}

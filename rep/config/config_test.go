@@ -1,0 +1,102 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/tlsconfig"
+)
+
+func valid() Config {
+	c := Default()
+	c.CellID = "cell-1"
+	c.Executor.ContainerdSocket = "/run/containerd.sock"
+	c.Executor.StateDir = "/var/lib/drover"
+	return c
+}
+
+func TestDefaultsWithRequiredFieldsAreValid(t *testing.T) {
+	c := valid()
+	require.NoError(t, c.Validate())
+	sim := valid()
+	sim.Executor.Backend = "sim"
+	sim.Executor.ContainerdSocket = ""
+	sim.Executor.Subnet = "not checked for sim"
+	require.NoError(t, sim.Validate())
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	tests := []struct {
+		field  string
+		mutate func(*Config)
+	}{
+		{"cell_id", func(c *Config) { c.CellID = " " }},
+		{"listen_address", func(c *Config) { c.ListenAddress = "" }},
+		{"listen_address", func(c *Config) { c.ListenAddress = "nope" }},
+		{"debug_address", func(c *Config) { c.DebugAddress = "nope" }},
+		{"bbs_address", func(c *Config) { c.BBSAddress = "" }},
+		{"advertise_address", func(c *Config) { c.AdvertiseAddress = "host-without-port" }},
+		{"tls", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.crt"} }},
+		{"memory_mb", func(c *Config) { c.MemoryMB = 0 }},
+		{"disk_mb", func(c *Config) { c.DiskMB = -1 }},
+		{"containers", func(c *Config) { c.Containers = 0 }},
+		{"presence_interval", func(c *Config) { c.PresenceInterval = c.PresenceTTL }},
+		{"presence_interval", func(c *Config) { c.PresenceTTL = 0 }},
+		{"polling_interval", func(c *Config) { c.PollingInterval = 0 }},
+		{"log_level", func(c *Config) { c.LogLevel = "loud" }},
+		{"executor.backend", func(c *Config) { c.Executor.Backend = "garden" }},
+		{"executor.containerd_socket", func(c *Config) { c.Executor.ContainerdSocket = "" }},
+		{"executor.subnet", func(c *Config) { c.Executor.Subnet = "10.0.0.0" }},
+		{"executor.external_ip", func(c *Config) { c.Executor.ExternalIP = "localhost" }},
+		{"executor.port_range_start", func(c *Config) { c.Executor.PortRangeStart = 0 }},
+		{"executor.port_range_start", func(c *Config) { c.Executor.PortRangeEnd = 70000 }},
+		{"executor.port_range_start", func(c *Config) { c.Executor.PortRangeStart, c.Executor.PortRangeEnd = 62000, 61000 }},
+		{"executor.sim_failure_rate", func(c *Config) { c.Executor.Backend = "sim"; c.Executor.SimFailureRate = 1.5 }},
+		{"executor.state_dir", func(c *Config) { c.Executor.StateDir = "" }},
+		{"executor.grace_period", func(c *Config) { c.Executor.GracePeriod = 0 }},
+		{"executor.grace_period", func(c *Config) { c.Executor.ReservedExpiration = -1 }},
+		{"executor.reap_interval", func(c *Config) { c.Executor.ReapInterval = 0 }},
+		{"executor.reap_interval", func(c *Config) { c.Executor.DiskPollInterval = 0 }},
+		{"executor.max_cache_bytes", func(c *Config) { c.Executor.MaxCacheBytes = 0 }},
+		{"executor.log_lines_per_instance", func(c *Config) { c.Executor.LogLinesPerInstance = 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			c := valid()
+			tt.mutate(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			var fe *libconfig.FieldError
+			require.ErrorAs(t, err, &fe)
+			require.Contains(t, err.Error(), tt.field)
+		})
+	}
+	var nilConfig *Config
+	require.Error(t, nilConfig.Validate())
+}
+
+func TestAdvertised(t *testing.T) {
+	c := valid()
+	require.Equal(t, DefaultListenAddress, c.Advertised())
+	c.AdvertiseAddress = "10.0.0.5:1800"
+	require.Equal(t, "10.0.0.5:1800", c.Advertised())
+}
+
+func TestLoadKeepsDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rep.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"cell_id":"cell-7","executor":{"backend":"sim","state_dir":"/tmp/x"}}`), 0o600))
+	c, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "cell-7", c.CellID)
+	require.Equal(t, DefaultPresenceTTL, c.PresenceTTL.Duration())
+	require.Equal(t, "sim", c.Executor.Backend)
+	require.Equal(t, DefaultReapInterval, c.Executor.ReapInterval.Duration())
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"executor":{"backend":"sim","state_dir":"/tmp/x"}}`), 0o600))
+	_, err = Load(path)
+	require.ErrorContains(t, err, "cell_id")
+}

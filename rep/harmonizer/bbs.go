@@ -1,0 +1,145 @@
+package harmonizer
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"drover.dev/bbs/client"
+	"drover.dev/bbs/models"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// BBS is the part of the BBS API the harmonizer drives. Errors are BBS errors (they
+// are read with models.FromError, across gRPC or not).
+type BBS interface {
+	ListActualLRPs(ctx context.Context, cellID string) ([]*modelsv1.ActualLRP, error)
+	ClaimActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) error
+	StartActualLRP(ctx context.Context, req *bbsv1.StartActualLRPRequest) error
+	CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey, reason string) error
+	RemoveActualLRP(ctx context.Context, processGuid string, index int32, instance *modelsv1.ActualLRPInstanceKey) error
+	DesiredLRP(ctx context.Context, processGuid string) (*modelsv1.DesiredLRP, error)
+	ListTasks(ctx context.Context, cellID string) ([]*modelsv1.Task, error)
+	Task(ctx context.Context, taskGuid string) (*modelsv1.Task, error)
+	StartTask(ctx context.Context, taskGuid, cellID string) (shouldStart bool, err error)
+	CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskRequest) error
+	RejectTask(ctx context.Context, taskGuid, reason string) error
+}
+
+// GRPCBBS is the BBS over its gRPC client.
+type GRPCBBS struct{ Client *client.Client }
+
+var _ BBS = GRPCBBS{}
+
+// ListActualLRPs reads every row on the cell (all presences).
+func (b GRPCBBS) ListActualLRPs(ctx context.Context, cellID string) ([]*modelsv1.ActualLRP, error) {
+	stream, err := b.Client.ListActualLRPs(ctx, &bbsv1.ListActualLRPsRequest{CellId: cellID})
+	if err != nil {
+		return nil, err
+	}
+	var out []*modelsv1.ActualLRP
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetActualLrps()...)
+	}
+}
+
+// ClaimActualLRP claims an index for an instance on this cell.
+func (b GRPCBBS) ClaimActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) error {
+	_, err := b.Client.ClaimActualLRP(ctx, &bbsv1.ClaimActualLRPRequest{ProcessGuid: key.GetProcessGuid(), Index: key.GetIndex(), ActualLrpInstanceKey: instance})
+	return err
+}
+
+// StartActualLRP reports a running instance.
+func (b GRPCBBS) StartActualLRP(ctx context.Context, req *bbsv1.StartActualLRPRequest) error {
+	_, err := b.Client.StartActualLRP(ctx, req)
+	return err
+}
+
+// CrashActualLRP reports a crashed instance.
+func (b GRPCBBS) CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey, reason string) error {
+	_, err := b.Client.CrashActualLRP(ctx, &bbsv1.CrashActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: instance, ErrorMessage: reason})
+	return err
+}
+
+// RemoveActualLRP deletes the ordinary row of an index held by instance.
+func (b GRPCBBS) RemoveActualLRP(ctx context.Context, processGuid string, index int32, instance *modelsv1.ActualLRPInstanceKey) error {
+	_, err := b.Client.RemoveActualLRP(ctx, &bbsv1.RemoveActualLRPRequest{ProcessGuid: processGuid, Index: index, ActualLrpInstanceKey: instance})
+	return err
+}
+
+// DesiredLRP fetches a DesiredLRP.
+func (b GRPCBBS) DesiredLRP(ctx context.Context, processGuid string) (*modelsv1.DesiredLRP, error) {
+	resp, err := b.Client.GetDesiredLRP(ctx, &bbsv1.GetDesiredLRPRequest{ProcessGuid: processGuid})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetDesiredLrp(), nil
+}
+
+// ListTasks lists the tasks on a cell.
+func (b GRPCBBS) ListTasks(ctx context.Context, cellID string) ([]*modelsv1.Task, error) {
+	resp, err := b.Client.ListTasks(ctx, &bbsv1.ListTasksRequest{CellId: cellID})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTasks(), nil
+}
+
+// Task fetches a task.
+func (b GRPCBBS) Task(ctx context.Context, taskGuid string) (*modelsv1.Task, error) {
+	resp, err := b.Client.GetTask(ctx, &bbsv1.GetTaskRequest{TaskGuid: taskGuid})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTask(), nil
+}
+
+// StartTask moves a task to RUNNING on the cell; shouldStart says whether to run it.
+func (b GRPCBBS) StartTask(ctx context.Context, taskGuid, cellID string) (bool, error) {
+	resp, err := b.Client.StartTask(ctx, &bbsv1.StartTaskRequest{TaskGuid: taskGuid, CellId: cellID})
+	if err != nil {
+		return false, err
+	}
+	return resp.GetShouldStart(), nil
+}
+
+// CompleteTask records a task's outcome.
+func (b GRPCBBS) CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskRequest) error {
+	_, err := b.Client.CompleteTask(ctx, req)
+	return err
+}
+
+// RejectTask hands a task back for another placement.
+func (b GRPCBBS) RejectTask(ctx context.Context, taskGuid, reason string) error {
+	_, err := b.Client.RejectTask(ctx, &bbsv1.RejectTaskRequest{TaskGuid: taskGuid, RejectionReason: reason})
+	return err
+}
+
+// refused reports whether the BBS turned the call down for good (the record is gone,
+// in another state, or on another cell), as opposed to a failure worth retrying.
+func refused(err error) bool {
+	e := models.FromError(err)
+	if e == nil {
+		return false
+	}
+	switch e.Type {
+	case models.ErrTypeInvalidStateTransition, models.ErrTypeResourceNotFound, models.ErrTypeRunningOnDifferentCell:
+		return true
+	}
+	return false
+}
+
+// transient reports whether err is worth retrying later (BBS unreachable or unknown
+// failure): the harmonizer then keeps the container so the next sync tries again.
+func transient(err error) bool {
+	e := models.FromError(err)
+	return e != nil && (e.Type == models.ErrTypeUnavailable || e.Type == models.ErrTypeUnknown)
+}
