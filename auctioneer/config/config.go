@@ -22,6 +22,7 @@ const (
 	DefaultLockRetryInterval       = 5 * time.Second
 	DefaultStartingContainerWeight = 0.25
 	DefaultLogLevel                = "info"
+	DefaultAuctionRunnerWorkers    = 1000
 	LockKey                        = "auctioneer"
 )
 
@@ -42,6 +43,8 @@ type Config struct {
 	BinPackFirstFitWeight         float64 `json:"bin_pack_first_fit_weight"`
 	StartingContainerCountMaximum int     `json:"starting_container_count_maximum"`
 	LogLevel                      string  `json:"log_level"`
+	// AuctionRunnerWorkers bounds the parallel calls to reps and the BBS in one auction.
+	AuctionRunnerWorkers int `json:"auction_runner_workers"`
 }
 
 // Default returns a configuration with every default filled in.
@@ -56,6 +59,7 @@ func Default() Config {
 		LockRetryInterval:       libconfig.Duration(DefaultLockRetryInterval),
 		StartingContainerWeight: DefaultStartingContainerWeight,
 		LogLevel:                DefaultLogLevel,
+		AuctionRunnerWorkers:    DefaultAuctionRunnerWorkers,
 	}
 }
 
@@ -89,6 +93,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LockTTL <= 0 || c.LockRetryInterval <= 0 {
 		errs = append(errs, libconfig.Invalid("lock_ttl", "lock_ttl and lock_retry_interval must be positive"))
+	}
+	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
+		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
+	}
+	if c.AuctionRunnerWorkers <= 0 {
+		errs = append(errs, libconfig.Invalid("auction_runner_workers", "must be positive, got %d", c.AuctionRunnerWorkers))
 	}
 	if c.StartingContainerWeight < 0 || c.BinPackFirstFitWeight < 0 || c.StartingContainerCountMaximum < 0 {
 		errs = append(errs, libconfig.Invalid("starting_container_weight", "weights and the in-flight maximum must not be negative"))

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+
+	"drover.dev/auctioneer/auction"
+	"drover.dev/auctioneer/config"
+	"drover.dev/auctioneer/lock"
+	"drover.dev/auctioneer/runner"
+	"drover.dev/auctioneer/server"
+	"drover.dev/bbs/client"
+	bbsserver "drover.dev/bbs/server"
+	"drover.dev/lib/debugserver"
+	"drover.dev/lib/grpcserver"
+)
+
+// auctioneer is the process's shared wiring.
+type auctioneer struct {
+	cfg      *config.Config
+	logger   *slog.Logger
+	level    *slog.LevelVar
+	registry *prometheus.Registry
+	owner    string
+
+	bbs    *client.Client
+	reps   bbsserver.RepClientFactory
+	batch  *runner.Batch
+	runner *runner.Runner
+	api    *server.Server
+	grpc   *grpc.Server
+	health *health.Server
+}
+
+// newAuctioneer loads the certificates, connects the clients and builds the members'
+// parts. Without a tls block every link is plaintext (tests only).
+func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*auctioneer, error) {
+	var serverTLS, clientTLS *tls.Config
+	if cfg.TLS.Enabled() {
+		var err error
+		if serverTLS, err = cfg.TLS.Server(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		if clientTLS, err = cfg.TLS.Client(); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	}
+	owner := cfg.LockOwner
+	if owner == "" {
+		random := make([]byte, 8)
+		_, _ = rand.Read(random)
+		owner = "auctioneer-" + hex.EncodeToString(random)
+	}
+	registry := debugserver.NewRegistry()
+	grpcMetrics, err := grpcserver.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := runner.NewMetrics(registry)
+	if err != nil {
+		return nil, err
+	}
+	bbs, err := client.New(cfg.BBSAddress, clientTLS)
+	if err != nil {
+		return nil, err
+	}
+	a := &auctioneer{
+		cfg: cfg, logger: logger, level: level, registry: registry, owner: owner,
+		bbs:   bbs,
+		reps:  bbsserver.NewRepClientFactory(clientTLS),
+		batch: runner.NewBatch(),
+	}
+	a.runner = runner.New(a.batch, runner.NewBBS(bbs), runner.NewRepFactory(a.reps), runner.Options{
+		CellStateTimeout:     cfg.CellStateTimeout.Duration(),
+		CommunicationTimeout: cfg.CommunicationTimeout.Duration(),
+		Workers:              cfg.AuctionRunnerWorkers,
+		Auction: auction.Options{
+			StartingContainerWeight:       cfg.StartingContainerWeight,
+			BinPackFirstFitWeight:         cfg.BinPackFirstFitWeight,
+			StartingContainerCountMaximum: cfg.StartingContainerCountMaximum,
+		},
+		Logger:  logger,
+		Metrics: metrics,
+	})
+	a.api = server.New(a.batch, logger)
+	a.grpc, a.health = grpcserver.NewServer(serverTLS,
+		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(grpcMetrics.StreamInterceptor()),
+	)
+	a.api.Register(a.grpc)
+	grpcMetrics.Initialize(a.grpc)
+	return a, nil
+}
+
+// close releases the outbound connections.
+func (a *auctioneer) close() {
+	if closer, ok := a.reps.(io.Closer); ok {
+		_ = closer.Close()
+	}
+	_ = a.bbs.Close()
+}
+
+// members start in order: the debug server, the gRPC server (NOT_SERVING, refusing
+// auctions), the lock (ready once held), the runner, and finally activation, which
+// lets requests through and reports SERVING. Losing the lock stops the whole group.
+func (a *auctioneer) members() ifrit.Runner {
+	return grouper.NewOrdered(os.Interrupt, grouper.Members{
+		{Name: "debug-server", Runner: debugserver.New(a.cfg.DebugAddress, a.registry, a.level, a.logger)},
+		{Name: "grpc-server", Runner: grpcserver.New(a.cfg.ListenAddress, a.grpc, a.health, a.logger)},
+		{Name: "lock", Runner: lock.New(lock.NewService(a.bbs), lock.Options{
+			Key:           config.LockKey,
+			Owner:         a.owner,
+			Value:         a.cfg.ListenAddress,
+			TTL:           a.cfg.LockTTL.Duration(),
+			RetryInterval: a.cfg.LockRetryInterval.Duration(),
+			Logger:        a.logger,
+		})},
+		{Name: "auction-runner", Runner: a.runner},
+		{Name: "activation", Runner: ifrit.RunFunc(a.activate)},
+	})
+}
+
+// activate opens the API and reports SERVING until signalled, then closes it again.
+func (a *auctioneer) activate(signals <-chan os.Signal, ready chan<- struct{}) error {
+	a.api.Activate()
+	grpcserver.SetServing(a.health, a.grpc)
+	a.logger.Info("auctioneer-active")
+	close(ready)
+	<-signals
+	a.api.Deactivate()
+	a.health.Shutdown()
+	return nil
+}

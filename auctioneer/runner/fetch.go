@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"drover.dev/auctioneer/auction"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	repv1 "drover.dev/proto/gen/drover/rep/v1"
+)
+
+// cellSet is the cells that answered with a usable state, and their reps.
+type cellSet struct {
+	states []auction.CellState
+	reps   map[string]Rep
+}
+
+// fetchCells lists the live cells and fetches every cell's state in parallel; when no
+// cell answers it tries again, FetchAttempts times in all. An error means the BBS could
+// not list the cells.
+func (r *Runner) fetchCells(ctx context.Context) (cellSet, error) {
+	start := r.opts.Now()
+	defer func() { r.opts.Metrics.FetchStatesDuration.Observe(time.Since(start).Seconds()) }()
+	var cells cellSet
+	for attempt := 1; attempt <= FetchAttempts; attempt++ {
+		listCtx, cancel := context.WithTimeout(ctx, r.opts.CommunicationTimeout)
+		presences, err := r.bbs.ListCells(listCtx)
+		cancel()
+		if err != nil {
+			return cellSet{}, err
+		}
+		cells = r.fetchStates(ctx, presences)
+		if len(cells.states) > 0 || ctx.Err() != nil {
+			return cells, nil
+		}
+		r.log.Info("no-cell-state-retrying", "attempt", attempt, "cells", len(presences))
+	}
+	return cells, nil
+}
+
+// fetchStates asks every cell for its state with the cell state timeout and keeps the
+// cells that answered, are not evacuating and report the cell id of their presence.
+// A cell's index is its position in the presence list (sorted by cell id).
+func (r *Runner) fetchStates(ctx context.Context, presences []*modelsv1.CellPresence) cellSet {
+	usable := make([]*auction.CellState, len(presences))
+	reps := make([]Rep, len(presences))
+	forEach(len(presences), r.opts.Workers, func(i int) {
+		presence := presences[i]
+		rep, state, err := r.fetchState(ctx, presence)
+		if err != nil {
+			r.opts.Metrics.FailedCellStateRequests.Inc()
+			r.log.Info("cell-dropped-from-auction", "cell_id", presence.GetCellId(), "reason", err.Error())
+			return
+		}
+		cell := auction.CellFromState(state, i)
+		if cell.Zone == "" {
+			cell.Zone = presence.GetZone()
+		}
+		usable[i], reps[i] = &cell, rep
+	})
+	cells := cellSet{reps: map[string]Rep{}}
+	for i, cell := range usable {
+		if cell != nil {
+			cells.states = append(cells.states, *cell)
+			cells.reps[cell.CellID] = reps[i]
+		}
+	}
+	return cells
+}
+
+// fetchState asks one cell for its state and says why it cannot take part.
+func (r *Runner) fetchState(ctx context.Context, presence *modelsv1.CellPresence) (Rep, *repv1.StateResponse, error) {
+	rep, err := r.reps.Rep(presence)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errNoRep, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.CellStateTimeout)
+	defer cancel()
+	state, err := rep.State(ctx, &repv1.StateRequest{})
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("state request failed: %w", err)
+	case state.GetEvacuating():
+		return nil, nil, fmt.Errorf("cell is evacuating")
+	case state.GetCellId() != presence.GetCellId():
+		return nil, nil, fmt.Errorf("cell reports id %q, not its presence's %q", state.GetCellId(), presence.GetCellId())
+	}
+	return rep, state, nil
+}
