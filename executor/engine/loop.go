@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/tedsuo/ifrit"
+
+	"drover.dev/executor"
+	"drover.dev/executor/logbuf"
+)
+
+// Completion reasons the executor gives on its own.
+const (
+	ReasonExpired = "expired container"
+	ReasonMissing = "missing container"
+)
+
+// Runner returns Loop as an ifrit.Runner (Run itself is executor.Client's Run).
+func (e *Executor) Runner() ifrit.Runner { return ifrit.RunFunc(e.Loop) }
+
+// Loop is the executor's ifrit run function: it adopts the runtime's containers, closes ready, then
+// expires reservations, reaps containers and follows runtime events until signalled.
+// It returns without destroying containers, so a restarted executor can adopt them.
+func (e *Executor) Loop(signals <-chan os.Signal, ready chan<- struct{}) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := e.rt.Events(ctx)
+	e.adopt(ctx)
+	close(ready)
+
+	prune := time.NewTicker(e.cfg.ReservedExpiration / 2)
+	defer prune.Stop()
+	reap := time.NewTicker(e.cfg.ReapInterval)
+	defer reap.Stop()
+	for {
+		select {
+		case sig := <-signals:
+			e.logger.Info("executor-stopping", "signal", sig.String())
+			e.detachedOnce.Do(func() { close(e.detached) })
+			return nil
+		case <-prune.C:
+			e.pruneReservations(time.Now())
+		case <-reap.C:
+			e.reap(ctx)
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			e.handleRuntimeEvent(ev)
+		}
+	}
+}
+
+// adopt takes over the runtime's containers: those with a readable state come back
+// running with their processes reattached and liveness checks resumed; the rest are
+// destroyed.
+func (e *Executor) adopt(ctx context.Context) {
+	list, err := e.rt.List(ctx)
+	if err != nil {
+		e.logger.Error("adopt-list-failed", "error", err)
+		return
+	}
+	for _, rc := range list {
+		if err := e.adoptOne(rc); err != nil {
+			e.logger.Warn("adopt-failed-destroying", "guid", rc.Guid, "error", err)
+			if err := e.rt.Destroy(ctx, rc.Guid); err != nil {
+				e.logger.Error("destroy-failed", "guid", rc.Guid, "error", err)
+			}
+		}
+	}
+}
+
+// adoptOne puts one runtime container into the store and resumes it.
+func (e *Executor) adoptOne(rc executor.RuntimeContainer) error {
+	if !rc.Alive {
+		return errNotAlive
+	}
+	st, ri, err := decodeState(rc.State)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.nodes[rc.Guid]; ok {
+		return nil
+	}
+	if !fits(e.remainingLocked(), st.Resource) {
+		return executor.ErrInsufficientResources
+	}
+	tags := st.Tags
+	if len(rc.Tags) > 0 {
+		tags = rc.Tags
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n := &node{
+		c: executor.Container{
+			Guid: rc.Guid, State: executor.StateRunning, Resource: st.Resource, Tags: tags, RunInfo: ri,
+			NetInfo: rc.NetInfo, Routable: true, AllocatedAt: st.AllocatedAt, RunningAt: rc.CreatedAt,
+		},
+		logs:    logbuf.New(e.cfg.LogLinesPerContainer),
+		created: true, cancel: cancel, done: make(chan struct{}),
+	}
+	e.nodes[rc.Guid] = n
+	e.logger.Info("container-adopted", "guid", rc.Guid)
+	go func() {
+		defer close(n.done)
+		e.finish(n, e.runSteps(runCtx, n, rc.NetInfo, *ri, true))
+	}()
+	return nil
+}
+
+type adoptError string
+
+func (a adoptError) Error() string { return string(a) }
+
+const errNotAlive = adoptError("container is not alive")
+
+// pruneReservations completes reservations older than ReservedExpiration.
+func (e *Executor) pruneReservations(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range e.nodes {
+		if n.c.State == executor.StateReserved && now.Sub(n.c.AllocatedAt) >= e.cfg.ReservedExpiration {
+			e.logger.Info("reservation-expired", "guid", n.c.Guid)
+			e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: ReasonExpired})
+		}
+	}
+}
+
+// reap destroys runtime containers the store does not know and completes store
+// entries whose runtime container is gone.
+func (e *Executor) reap(ctx context.Context) {
+	list, err := e.rt.List(ctx)
+	if err != nil {
+		e.logger.Error("reap-list-failed", "error", err)
+		return
+	}
+	alive := make(map[string]bool, len(list))
+	var unknown []string
+	e.mu.Lock()
+	for _, rc := range list {
+		alive[rc.Guid] = rc.Alive
+		if _, ok := e.nodes[rc.Guid]; !ok {
+			unknown = append(unknown, rc.Guid)
+		}
+	}
+	for guid, n := range e.nodes {
+		if n.created && n.c.State != executor.StateCompleted && !alive[guid] {
+			e.logger.Info("container-missing", "guid", guid)
+			e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: ReasonMissing})
+		}
+	}
+	e.mu.Unlock()
+	for _, guid := range unknown {
+		e.logger.Info("reaping-unknown-container", "guid", guid)
+		if err := e.rt.Destroy(ctx, guid); err != nil {
+			e.logger.Error("destroy-failed", "guid", guid, "error", err)
+		}
+	}
+}
+
+// handleRuntimeEvent records OOM kills and stops containers over their disk or gone.
+func (e *Executor) handleRuntimeEvent(ev executor.RuntimeEvent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nodes[ev.Guid]
+	if !ok {
+		return
+	}
+	switch ev.Kind {
+	case executor.RuntimeOOM:
+		n.oom.Store(true)
+	case executor.RuntimeDiskExceeded:
+		reason := ev.Reason
+		if reason == "" {
+			reason = "disk quota exceeded"
+		}
+		e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: reason})
+	case executor.RuntimeVanished:
+		e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: ReasonMissing})
+	}
+}
