@@ -1,0 +1,205 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"drover.dev/executor"
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/identifiers"
+	securejoin "github.com/cyphar/filepath-securejoin"
+)
+
+// errRuntimeClosed ends waits of processes when the runtime closes.
+var errRuntimeClosed = errors.New("containerd runtime closed")
+
+// Exec starts a process in the container. Its output goes to a file under the state dir
+// that the shim appends to (so the process outlives the rep, and never blocks on it); a
+// tailer copies it to spec.Stdout. The shim's file logging interleaves stdout and
+// stderr in that one file, so both reach spec.Stdout and spec.Stderr gets nothing.
+func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSpec) (executor.Process, error) {
+	ctx = r.nsCtx(ctx)
+	if err := identifiers.Validate(spec.ID); err != nil {
+		return nil, fmt.Errorf("process id: %w", err)
+	}
+	if spec.Path == "" {
+		return nil, errors.New("process path: required")
+	}
+	ctr, task, err := r.loadTask(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	cspec, err := ctr.Spec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("container spec of %s: %w", guid, err)
+	}
+	user, err := r.resolveUser(task.Pid(), spec.User)
+	if err != nil {
+		return nil, err
+	}
+	logPath := r.state.output(guid, spec.ID)
+	if err := createLogFile(logPath); err != nil {
+		return nil, err
+	}
+	meta := processMeta{ID: spec.ID, OOMKillsAtStart: r.oomKills(ctx, guid, task)}
+	if err := writeJSON(r.state.processMeta(guid, spec.ID), meta); err != nil {
+		return nil, fmt.Errorf("write process meta: %w", err)
+	}
+	p, err := task.Exec(ctx, spec.ID, processSpec(cspec.Process, spec, user), cio.LogFile(logPath))
+	if err != nil {
+		return nil, fmt.Errorf("exec %s in %s: %w", spec.ID, guid, err)
+	}
+	statusC, err := p.Wait(r.ctx)
+	if err == nil {
+		err = p.Start(ctx)
+	}
+	if err != nil {
+		cctx, cancel := r.cleanupCtx(ctx)
+		defer cancel()
+		_, _ = p.Delete(cctx, containerd.WithProcessKill)
+		return nil, fmt.Errorf("start %s in %s: %w", spec.ID, guid, err)
+	}
+	return r.track(guid, task, p, statusC, meta, spec.Stdout, false), nil
+}
+
+// Reattach finds a process started by an earlier runtime and streams its output from
+// now on (stdout and stderr interleaved, to stdout; see Exec).
+func (r *Runtime) Reattach(ctx context.Context, guid, processID string, stdout, _ io.Writer) (executor.Process, error) {
+	ctx = r.nsCtx(ctx)
+	_, task, err := r.loadTask(ctx, guid)
+	if err != nil {
+		return nil, err
+	}
+	p, err := task.LoadProcess(ctx, processID, nil)
+	if err != nil {
+		return nil, fmt.Errorf("process %s in %s: %w", processID, guid, err)
+	}
+	meta := processMeta{ID: processID}
+	if err := readJSON(r.state.processMeta(guid, processID), &meta); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	statusC, err := p.Wait(r.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wait for %s in %s: %w", processID, guid, err)
+	}
+	return r.track(guid, task, p, statusC, meta, stdout, true), nil
+}
+
+// process is an exec'd process being waited for.
+type process struct {
+	id   string
+	proc containerd.Process
+	done chan struct{}
+	exit executor.ProcessExit
+	err  error
+}
+
+// track tails the process's logs and waits for its exit in the background.
+func (r *Runtime) track(guid string, task containerd.Task, p containerd.Process, statusC <-chan containerd.ExitStatus,
+	meta processMeta, stdout io.Writer, fromEnd bool) *process {
+	proc := &process{id: meta.ID, proc: p, done: make(chan struct{})}
+	outT := startTailer(r.ctx, r.state.output(guid, meta.ID), stdout, fromEnd)
+	go func() {
+		defer close(proc.done)
+		select {
+		case <-r.ctx.Done():
+			proc.err = errRuntimeClosed
+			return
+		case st := <-statusC:
+			code, _, err := st.Result()
+			if err != nil {
+				proc.err = fmt.Errorf("wait for %s in %s: %w", meta.ID, guid, err)
+			}
+			proc.exit.Code = int(code)
+			proc.exit.OOMKilled = code != 0 && r.oomKills(r.ctx, guid, task) > meta.OOMKillsAtStart
+			// Delete waits for the shim to finish copying the output.
+			cctx, cancel := r.cleanupCtx(r.ctx)
+			if _, err := p.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
+				r.logger.Debug("delete-exited-process-failed", "guid", guid, "process", meta.ID, "error", err)
+			}
+			cancel()
+		}
+		outT.Stop()
+	}()
+	return proc
+}
+
+// ID is the process's id.
+func (p *process) ID() string { return p.id }
+
+// Wait blocks until the process exits or ctx ends.
+func (p *process) Wait(ctx context.Context) (executor.ProcessExit, error) {
+	select {
+	case <-ctx.Done():
+		return executor.ProcessExit{}, ctx.Err()
+	case <-p.done:
+		return p.exit, p.err
+	}
+}
+
+// Signal sends sig to the process.
+func (p *process) Signal(ctx context.Context, sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	err := p.proc.Kill(ctx, sig)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// resolveUser resolves user against the rootfs of the container whose init is pid.
+func (r *Runtime) resolveUser(pid uint32, user string) (containerUser, error) {
+	root := fmt.Sprintf("/proc/%d/root", pid)
+	open := func(name string) io.ReadCloser {
+		path, err := securejoin.SecureJoin(root, name)
+		if err != nil {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		return f
+	}
+	passwd, group := open("/etc/passwd"), open("/etc/group")
+	defer closeAll(passwd, group)
+	return resolveUser(user, readerOrNil(passwd), readerOrNil(group))
+}
+
+func readerOrNil(rc io.ReadCloser) io.Reader {
+	if rc == nil {
+		return nil
+	}
+	return rc
+}
+
+func closeAll(cs ...io.ReadCloser) {
+	for _, c := range cs {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// createLogFile creates (empty) the file the shim appends a process's output to.
+func createLogFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create log file: %w", err)
+	}
+	return f.Close()
+}
