@@ -12,7 +12,7 @@ DEVSTACK_FLAGS ?=
 .PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench
 
 help:
-	@echo "make up                 install what is missing, start Postgres + BBS in the background (.drover/)"
+	@echo "make up [CELLS=N]       install what is missing, start Postgres, BBS, containerd, auctioneer and N reps (.drover/)"
 	@echo "make down               stop the dev stack and its Postgres"
 	@echo "make clean              make down, then delete .drover (database, certificates, logs)"
 	@echo "make status             show the dev stack's processes and health"
@@ -28,8 +28,9 @@ help:
 deps:
 	scripts/install-deps.sh
 
+# CELLS=N starts N cells (reps), default 1.
 up: deps
-	$(DEVSTACK) up $(DEVSTACK_FLAGS)
+	$(DEVSTACK) up $(if $(CELLS),-cells $(CELLS)) $(DEVSTACK_FLAGS)
 
 # When devstack itself cannot be built, fall back to the pid files and postgres.sh.
 down:

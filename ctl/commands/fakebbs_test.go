@@ -41,6 +41,8 @@ type fakeBBS struct {
 	subscribe func(*bbsv1.SubscribeRequest, grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error
 	// hang makes ListLocks wait until the client gives up.
 	hang bool
+	// pki is the certificates of the fake, for fake reps started in setup.
+	pki testPKI
 }
 
 // fakeTarget is a running fakeBBS and the Env that finds it by discovery.
@@ -61,7 +63,7 @@ func startFakeBBS(t *testing.T, setup func(*fakeBBS)) *fakeTarget {
 	serverTLS, err := pki.server.Server()
 	require.NoError(t, err)
 
-	f := &fakeBBS{}
+	f := &fakeBBS{pki: pki}
 	if setup != nil {
 		setup(f)
 	}
@@ -207,6 +209,16 @@ func (s actualServer) RetireActualLRP(_ context.Context, req *bbsv1.RetireActual
 type taskServer struct {
 	bbsv1.UnimplementedTaskServiceServer
 	*fakeBBS
+}
+
+func (s taskServer) GetTask(_ context.Context, req *bbsv1.GetTaskRequest) (*bbsv1.GetTaskResponse, error) {
+	s.record(req)
+	for _, task := range s.tasks {
+		if task.GetTaskGuid() == req.GetTaskGuid() {
+			return &bbsv1.GetTaskResponse{Task: task}, nil
+		}
+	}
+	return nil, models.NewError(models.ErrTypeResourceNotFound, "task %s not found", req.GetTaskGuid())
 }
 
 func (s taskServer) ListTasks(_ context.Context, req *bbsv1.ListTasksRequest) (*bbsv1.ListTasksResponse, error) {

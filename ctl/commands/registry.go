@@ -37,8 +37,8 @@ const (
 func commands() []*command {
 	return []*command{
 		desiredLRPsCommand(), desiredLRPCommand(), desireCommand(), scaleCommand(), deleteCommand(),
-		actualLRPsCommand(), killCommand(),
-		tasksCommand(), cellsCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
+		actualLRPsCommand(), killCommand(), logsCommand(),
+		tasksCommand(), cellsCommand(), cellStatesCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
 		eventsCommand(),
 	}
 }

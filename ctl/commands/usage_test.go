@@ -40,6 +40,10 @@ func TestUsageErrors(t *testing.T) {
 		{"ttl with fractions of a second", []string{"set-domain", "d", "--ttl", "1500ms"}, "not a whole number of seconds"},
 		{"ttl negative", []string{"set-domain", "d", "--ttl", "-5s"}, "is negative"},
 		{"ttl nonsense", []string{"set-domain", "d", "--ttl", "soon"}, "neither a duration"},
+		{"logs without a guid", []string{"logs"}, "logs takes 1 argument: GUID"},
+		{"logs index not a number", []string{"logs", "app", "--index", "x"}, "invalid value"},
+		{"logs index too large", []string{"logs", "app", "--index", "2147483648"}, "--index 2147483648 is too large"},
+		{"cell-states takes no arguments", []string{"cell-states", "cell-1"}, "cell-states takes no arguments"},
 		{"zero timeout", []string{"--timeout", "0", "domains"}, "--timeout must be positive"},
 		{"bad timeout", []string{"domains", "--timeout", "fast"}, "invalid value"},
 	}
@@ -64,7 +68,7 @@ func TestUsageErrorsPointToHelp(t *testing.T) {
 func TestHelp(t *testing.T) {
 	env := commands.Env{}
 	allCommands := []string{"domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
-		"delete", "actual-lrps", "kill", "tasks", "cells", "events", "locks"}
+		"delete", "actual-lrps", "kill", "logs", "tasks", "cells", "cell-states", "events", "locks"}
 
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

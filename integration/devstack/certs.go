@@ -16,6 +16,36 @@ type Certs struct {
 // Ensure writes the CA, BBS and client certificates that are missing or expiring.
 func (c Certs) Ensure() error { return devcerts.WriteDevCerts(c.Dir) }
 
+// AuctioneerCommonName is the common name of the auctioneer's certificate.
+const AuctioneerCommonName = "auctioneer"
+
+// componentHosts are the SANs of the auctioneer's and reps' certificates.
+var componentHosts = []string{"127.0.0.1", "localhost"}
+
+// EnsureCells writes the auctioneer's certificate and one per cell (common name the cell
+// id, so that a rep's certificate names its cell), all for server and client use.
+func (c Certs) EnsureCells(cellIDs []string) error {
+	ca, err := devcerts.LoadOrCreateCA(c.Dir)
+	if err != nil {
+		return err
+	}
+	if err := devcerts.EnsureCert(ca, c.Dir, "auctioneer", AuctioneerCommonName, componentHosts); err != nil {
+		return err
+	}
+	for _, id := range cellIDs {
+		if err := devcerts.EnsureCert(ca, c.Dir, "rep-"+id, id, componentHosts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Auctioneer is the auctioneer's certificate and key.
+func (c Certs) Auctioneer() tlsconfig.Files { return c.pair("auctioneer") }
+
+// Rep is the certificate and key of the rep of cellID.
+func (c Certs) Rep(cellID string) tlsconfig.Files { return c.pair("rep-" + cellID) }
+
 // CAFile is the CA certificate every drover process trusts.
 func (c Certs) CAFile() string { return filepath.Join(c.Dir, "ca.crt") }
 

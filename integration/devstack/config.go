@@ -6,19 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-
-	bbsconfig "drover.dev/bbs/config"
 )
 
-// writeConfig stores a BBS configuration at path, readable only by its owner (it holds
-// the encryption passphrases).
-func writeConfig(path string, cfg bbsconfig.Config) error {
+// writeConfig stores a configuration as JSON at path, readable only by its owner (a
+// BBS's holds the encryption passphrases).
+func writeConfig(path string, cfg any) error {
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode bbs config: %w", err)
+		return fmt.Errorf("encode config: %w", err)
 	}
 	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write bbs config: %w", err)
+		return fmt.Errorf("write config: %w", err)
 	}
 	return nil
 }

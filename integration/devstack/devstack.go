@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Options shape the persistent dev stack. Zero values take the defaults.
@@ -23,6 +24,13 @@ type Options struct {
 	Replicas int
 	// Ports of the first BBS (default DefaultPorts).
 	Ports Ports
+	// Cells is the number of cells, each a rep in the private containerd (default 1;
+	// negative: none, and no auctioneer). At most MaxDevCells.
+	Cells int
+	// AuctioneerPorts (default DefaultAuctioneerPorts).
+	AuctioneerPorts AuctioneerPorts
+	// RepPort is the gRPC port of cell-1's rep (default DefaultRepPort); see devCellLayout.
+	RepPort int
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -47,6 +55,20 @@ func (o *Options) defaults() error {
 	if o.Ports == (Ports{}) {
 		o.Ports = DefaultPorts
 	}
+	switch {
+	case o.Cells == 0:
+		o.Cells = 1
+	case o.Cells < 0:
+		o.Cells = 0
+	case o.Cells > MaxDevCells:
+		return fmt.Errorf("cells: at most %d fit the dev stack's host port ranges, got %d", MaxDevCells, o.Cells)
+	}
+	if o.AuctioneerPorts == (AuctioneerPorts{}) {
+		o.AuctioneerPorts = DefaultAuctioneerPorts
+	}
+	if o.RepPort == 0 {
+		o.RepPort = DefaultRepPort
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -59,23 +81,24 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Up brings the persistent dev stack up in the background and returns once every BBS
-// is healthy: it starts the private Postgres, writes the dev certificates into
-// Home/certs, builds bbs and droverctl into BinDir and starts the BBS processes
-// detached. A stack that is already up and healthy is left as it is.
+// Up brings the persistent dev stack up in the background and returns once every
+// process is healthy and every cell shows in the BBS: it starts the private Postgres,
+// writes the dev certificates into Home/certs, builds the binaries into BinDir, starts
+// the BBS processes, then (with cells) the private containerd, the auctioneer and one
+// rep per cell, all detached. A stack that is already up and healthy is left as it is.
 func Up(ctx context.Context, opts Options) (*Stack, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	logf := opts.Logf
 	old, err := Load(opts.Home)
-	if err == nil && old.healthy(ctx) {
+	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells {
 		logf("dev stack is already up")
 		return old, nil
 	}
 	if err == nil {
-		// Stop what an earlier, half-working stack left running before replacing it.
-		logf("stopping the processes of an unhealthy earlier stack")
+		// Stop what an earlier, half-working or differently sized stack left running.
+		logf("stopping the processes of an earlier stack")
 		if err := old.Stop(ctx); err != nil {
 			return nil, err
 		}
@@ -98,12 +121,12 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.DatabaseURL, s.OwnPostgres = url, true
 	}
-	logf("writing dev certificates into %s", s.Certs.Dir)
-	if err := s.Certs.Ensure(); err != nil {
-		return nil, err
+	binaries := []Binary{BBSBinary, DroverctlBinary}
+	if opts.Cells > 0 {
+		binaries = append(binaries, AuctioneerBinary, RepBinary)
 	}
-	logf("building %s and %s into %s", BBSBinary.Name, DroverctlBinary.Name, s.BinDir)
-	if err := Build(ctx, s.Root, s.BinDir, BBSBinary, DroverctlBinary); err != nil {
+	logf("building %s into %s", binaryNames(binaries), s.BinDir)
+	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
 		return nil, err
 	}
 	passphrase, err := loadOrCreatePassphrase(filepath.Join(s.Home, "encryption.key"))
@@ -115,22 +138,105 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		ports := Ports{GRPC: opts.Ports.GRPC + stride, HTTP: opts.Ports.HTTP + stride, Debug: opts.Ports.Debug + stride}
 		s.BBS = append(s.BBS, s.newBBS(i, ports, passphrase, true))
 	}
+	var layouts []cellLayout
+	for i := 1; i <= opts.Cells; i++ {
+		layouts = append(layouts, devCellLayout(i, opts.RepPort))
+	}
+	if len(layouts) > 0 {
+		logf("starting containerd under %s", filepath.Join(s.Home, "containerd"))
+		if s.Containerd, err = StartContainerd(ctx, s.Root, s.Home); err != nil {
+			return nil, err
+		}
+		s.addCells(layouts, opts.AuctioneerPorts, true)
+	}
+	logf("writing dev certificates into %s", s.Certs.Dir)
+	if err := s.prepareFiles(); err != nil {
+		return nil, err
+	}
 	// The state goes to disk first, so that `down` can clean up after a failed start.
 	if err := s.saveState(); err != nil {
 		return nil, err
 	}
-	for _, b := range s.BBS {
-		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
-		if err := b.Start(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.startAll(ctx, logf); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// Down stops every BBS of the stack, then its private Postgres, and forgets the stack.
+// addCells describes the auctioneer and one rep per layout, and points the BBS at the
+// auctioneer.
+func (s *Stack) addCells(layouts []cellLayout, ports AuctioneerPorts, detached bool) {
+	s.Auctioneer = s.newAuctioneer(ports, s.BBS[0].GRPCAddress(), detached)
+	for _, b := range s.BBS {
+		b.Config.AuctioneerAddress = s.Auctioneer.Address()
+	}
+	for i, l := range layouts {
+		// Reps spread over the BBS replicas.
+		s.Reps = append(s.Reps, s.newRep(l, s.BBS[i%len(s.BBS)].GRPCAddress(), detached))
+	}
+}
+
+// prepareFiles writes the certificates and, with cells, the busybox image they preload.
+func (s *Stack) prepareFiles() error {
+	if err := s.Certs.Ensure(); err != nil {
+		return err
+	}
+	if len(s.Reps) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, r := range s.Reps {
+		ids = append(ids, r.CellID())
+	}
+	if err := s.Certs.EnsureCells(ids); err != nil {
+		return err
+	}
+	return ensureBusyboxImage(s.BusyboxImage())
+}
+
+// startAll starts the BBS processes, the auctioneer and the reps in that order, each
+// waited on until healthy, then waits until every cell shows in the BBS.
+func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
+	for _, b := range s.BBS {
+		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
+		if err := b.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if s.Auctioneer != nil {
+		logf("starting auctioneer (grpc %s, debug %s)", s.Auctioneer.Config.ListenAddress, s.Auctioneer.Config.DebugAddress)
+		if err := s.Auctioneer.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.Reps {
+		logf("starting %s (grpc %s, debug %s, zone %s)", r.Name, r.Config.ListenAddress, r.Config.DebugAddress, r.Config.Zone)
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if len(s.Reps) == 0 {
+		return nil
+	}
+	logf("waiting for %d cells to register in the BBS", len(s.Reps))
+	return s.WaitForCells(ctx, ComponentStartTimeout)
+}
+
+func binaryNames(bs []Binary) string {
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		names[i] = b.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Down stops the stack's processes (see Stop), removes what its cells left, stops the
+// containerd and Postgres it started, and forgets the stack.
 func (s *Stack) Down(ctx context.Context) error {
 	err := s.Stop(ctx)
+	if s.Containerd.Own {
+		err = errors.Join(err, StopContainerd(ctx, s.Root, s.Home))
+	}
 	if s.OwnPostgres {
 		err = errors.Join(err, StopPostgres(ctx, s.Root, s.Home))
 	}
@@ -156,31 +262,44 @@ func DownHome(ctx context.Context, root, home string) error {
 	return StopPostgres(ctx, root, home)
 }
 
-// BBSStatus is what Status reports about one BBS.
-type BBSStatus struct {
+// ServiceStatus is what Status reports about one process of the stack.
+type ServiceStatus struct {
 	Name string
 	Pid  int
-	// Unhealthy says why the BBS is not healthy (see BBS.Healthy); nil when it is.
+	// Addresses says where it listens, for people.
+	Addresses string
+	// Unhealthy says why the process is not healthy; nil when it is.
 	Unhealthy error
-	BBS       *BBS
 }
 
-// Status reports each BBS's pid (0 when not running) and health.
-func (s *Stack) Status(ctx context.Context) []BBSStatus {
-	var out []BBSStatus
-	for _, b := range s.BBS {
-		st := BBSStatus{Name: b.Name, Pid: b.Pid(), BBS: b}
+// Status reports each process's pid (0 when not running), addresses and health: the
+// BBS processes, the auctioneer, then the reps.
+func (s *Stack) Status(ctx context.Context) []ServiceStatus {
+	var out []ServiceStatus
+	add := func(svc *Service, addresses string, healthy func(context.Context) error) {
+		st := ServiceStatus{Name: svc.Name, Pid: svc.Pid(), Addresses: addresses}
 		if st.Pid == 0 {
 			st.Unhealthy = errors.New("not running")
 		} else {
-			st.Unhealthy = b.Healthy(ctx)
+			st.Unhealthy = healthy(ctx)
 		}
 		out = append(out, st)
+	}
+	for _, b := range s.BBS {
+		add(&b.Service, fmt.Sprintf("grpc %s  https %s  debug %s", b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress), b.Healthy)
+	}
+	if a := s.Auctioneer; a != nil {
+		add(&a.Service, fmt.Sprintf("grpc %s  debug %s", a.Config.ListenAddress, a.Config.DebugAddress), a.Healthy)
+	}
+	for _, r := range s.Reps {
+		add(&r.Service, fmt.Sprintf("grpc %s  debug %s  zone %s  namespace %s  bridge %s %s  ports %d-%d",
+			r.Config.ListenAddress, r.Config.DebugAddress, r.Config.Zone, r.Config.Executor.ContainerdNamespace,
+			r.Config.Executor.BridgeName, r.Config.Executor.Subnet, r.Config.Executor.PortRangeStart, r.Config.Executor.PortRangeEnd), r.Healthy)
 	}
 	return out
 }
 
-// healthy reports whether every BBS runs and is healthy.
+// healthy reports whether every process runs and is healthy.
 func (s *Stack) healthy(ctx context.Context) bool {
 	if len(s.BBS) == 0 {
 		return false

@@ -22,6 +22,7 @@ func TestUpAndDownFromAnotherProcess(t *testing.T) {
 		DatabaseURL: storetest.NewDatabase(t),
 		Ports:       Ports{GRPC: ports[0], HTTP: ports[1], Debug: ports[2]},
 		Logf:        t.Logf,
+		Cells:       -1, // BBS only: cells need the dev stack's fixed networks
 	}
 	s, err := Up(t.Context(), opts)
 	require.NoError(t, err)

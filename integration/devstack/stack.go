@@ -15,6 +15,7 @@ import (
 
 	"drover.dev/bbs/client"
 	bbsconfig "drover.dev/bbs/config"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 )
 
 // Stack is a set of drover processes sharing a home directory, certificates and a
@@ -29,6 +30,11 @@ type Stack struct {
 	OwnPostgres bool   `json:"own_postgres"`
 	Certs       Certs  `json:"certs"`
 	BBS         []*BBS `json:"bbs"`
+	// Containerd is the containerd the cells use; empty when the stack has no cells.
+	Containerd Containerd `json:"containerd"`
+	// Auctioneer is nil when the stack has no cells.
+	Auctioneer *Auctioneer `json:"auctioneer,omitempty"`
+	Reps       []*Rep      `json:"reps,omitempty"`
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -60,14 +66,9 @@ func (s *Stack) newBBS(i int, ports Ports, passphrase string, detached bool) *BB
 	cfg.TLS = s.Certs.Server()
 	cfg.EncryptionKeys = map[string]string{encryptionKeyLabel: passphrase}
 	cfg.ActiveKeyLabel = encryptionKeyLabel
-	return &BBS{
-		Name:     name,
-		Dir:      filepath.Join(s.Home, name),
-		Binary:   filepath.Join(s.BinDir, BBSBinary.Name),
-		Certs:    s.Certs,
-		Config:   cfg,
-		Detached: detached,
-	}
+	b := &BBS{Certs: s.Certs, Config: cfg}
+	s.describe(&b.Service, name, BBSBinary, detached)
+	return b
 }
 
 // Dial connects a BBS client to replica i with the dev client certificate.
@@ -99,13 +100,32 @@ func (s *Stack) HTTPClient() (*http.Client, error) {
 // ClientTLS returns the client side mTLS configuration of the stack's certificates.
 func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
 
-// Stop stops every BBS (SIGTERM, then SIGKILL after StopGrace) and returns the first error.
+// Stop stops the reps, the auctioneer and every BBS in that order (SIGTERM, then
+// SIGKILL after StopGrace), then removes what the cells left on the host (CleanCells),
+// and returns every error.
 func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
+	for _, r := range s.Reps {
+		errs = append(errs, r.Stop(ctx))
+	}
+	if s.Auctioneer != nil {
+		errs = append(errs, s.Auctioneer.Stop(ctx))
+	}
 	for _, b := range s.BBS {
 		errs = append(errs, b.Stop(ctx))
 	}
+	errs = append(errs, s.CleanCells(ctx))
 	return errors.Join(errs...)
+}
+
+// Rep returns the rep of cellID, or nil.
+func (s *Stack) Rep(cellID string) *Rep {
+	for _, r := range s.Reps {
+		if r.CellID() == cellID {
+			return r
+		}
+	}
+	return nil
 }
 
 // saveState writes the stack's description to Home so another process can Load it.
@@ -141,4 +161,48 @@ func (s *Stack) removeState() error {
 		return nil
 	}
 	return err
+}
+
+// WaitForCells waits until every rep's cell shows in the BBS's ListCells, at most timeout.
+func (s *Stack) WaitForCells(ctx context.Context, timeout time.Duration) error {
+	c, err := s.Dial(0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		missing, err := s.missingCells(ctx, c)
+		if err == nil && len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("cells %v are not registered", missing)
+			}
+			return fmt.Errorf("wait for cells: %w (%v)", ctx.Err(), err)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// missingCells lists the stack's cells that ListCells does not show.
+func (s *Stack) missingCells(ctx context.Context, c *client.Client) ([]string, error) {
+	resp, err := c.ListCells(ctx, &bbsv1.ListCellsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]bool{}
+	for _, cell := range resp.GetCells() {
+		present[cell.GetCellId()] = true
+	}
+	var missing []string
+	for _, r := range s.Reps {
+		if !present[r.CellID()] {
+			missing = append(missing, r.CellID())
+		}
+	}
+	return missing, nil
 }

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	auctioneerconfig "drover.dev/auctioneer/config"
 	"drover.dev/bbs/client"
 	bbsconfig "drover.dev/bbs/config"
 	"drover.dev/bbs/store/storetest"
+	repconfig "drover.dev/rep/config"
 )
 
 // TestOptions shape a test stack.
@@ -19,15 +21,32 @@ type TestOptions struct {
 	Replicas int
 	// Configure may change replica i's configuration before it starts.
 	Configure func(i int, c *bbsconfig.Config)
+	// Cells is the number of cells (reps in the shared private containerd, see
+	// testCellLayouts), with one auctioneer. 0 (the default) starts neither, so that
+	// BBS-only tests need no containerd.
+	Cells int
+	// ConfigureRep may change the rep configuration of cell i (1-based) before it starts.
+	ConfigureRep func(i int, c *repconfig.Config)
+	// ConfigureAuctioneer may change the auctioneer's configuration before it starts.
+	ConfigureAuctioneer func(c *auctioneerconfig.Config)
 }
 
 // testDatabaseConnections caps each test BBS's pool: many run at once on one Postgres.
 const testDatabaseConnections = 10
 
-// build compiles the binaries once per test process.
-var build struct {
+// builds compile each set of binaries once per test process.
+var builds = struct {
+	bbs, cells buildOnce
+}{}
+
+type buildOnce struct {
 	once sync.Once
 	err  error
+}
+
+func (b *buildOnce) do(root, binDir string, binaries ...Binary) error {
+	b.once.Do(func() { b.err = Build(context.Background(), root, binDir, binaries...) })
+	return b.err
 }
 
 // NewTest starts a stack private to the test: a temporary home, a fresh database on the
@@ -46,14 +65,10 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 		BinDir: BinDir(root),
 	}
 	s.Certs = Certs{Dir: filepath.Join(s.Home, "certs")}
-	build.once.Do(func() { build.err = Build(context.Background(), root, s.BinDir, BBSBinary) })
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	s.DatabaseURL = storetest.NewDatabase(t)
-	if err := s.Certs.Ensure(); err != nil {
+	if err := builds.bbs.do(root, s.BinDir, BBSBinary); err != nil {
 		t.Fatal(err)
 	}
+	s.DatabaseURL = storetest.NewDatabase(t)
 	passphrase, err := newPassphrase()
 	if err != nil {
 		t.Fatal(err)
@@ -74,22 +89,73 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 		}
 		s.BBS = append(s.BBS, b)
 	}
+	if opts.Cells > 0 {
+		s.addTestCells(t, opts)
+	}
+	if err := s.prepareFiles(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, b := range s.BBS {
-				t.Logf("%s logs:\n%s", b.Name, b.LogTail(60))
+			for _, svc := range s.services() {
+				t.Logf("%s logs:\n%s", svc.Name, svc.LogTail(60))
 			}
 		}
 		if err := s.Stop(context.Background()); err != nil {
 			t.Errorf("stop test stack: %v", err)
 		}
 	})
-	for _, b := range s.BBS {
-		if err := b.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.startAll(t.Context(), t.Logf); err != nil {
+		t.Fatal(err)
 	}
 	return s
+}
+
+// addTestCells describes the auctioneer and opts.Cells reps on free ports, in the
+// shared containerd, with per-test namespaces, bridges, subnets and host ports.
+func (s *Stack) addTestCells(t testing.TB, opts TestOptions) {
+	t.Helper()
+	var err error
+	if s.Containerd, err = SharedContainerd(t.Context(), s.Root); err != nil {
+		t.Fatal(err)
+	}
+	if err := builds.cells.do(s.Root, s.BinDir, AuctioneerBinary, RepBinary); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(2 + 2*opts.Cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layouts, err := testCellLayouts(opts.Cells, ports[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addCells(layouts, AuctioneerPorts{GRPC: ports[0], Debug: ports[1]}, false)
+	s.Auctioneer.Config.LogLevel = "debug"
+	if opts.ConfigureAuctioneer != nil {
+		opts.ConfigureAuctioneer(&s.Auctioneer.Config)
+	}
+	for i, r := range s.Reps {
+		r.Config.LogLevel = "debug"
+		if opts.ConfigureRep != nil {
+			opts.ConfigureRep(i+1, &r.Config)
+		}
+	}
+}
+
+// services lists every process of the stack.
+func (s *Stack) services() []*Service {
+	var out []*Service
+	for _, b := range s.BBS {
+		out = append(out, &b.Service)
+	}
+	if s.Auctioneer != nil {
+		out = append(out, &s.Auctioneer.Service)
+	}
+	for _, r := range s.Reps {
+		out = append(out, &r.Service)
+	}
+	return out
 }
 
 // Client returns a BBS client of replica i, closed when the test ends.

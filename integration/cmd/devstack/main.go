@@ -1,6 +1,7 @@
 // Command devstack brings drover's dev stack up and down on this machine:
 //
-//	devstack up [-replicas N] [-grpc-port P] [-http-port P] [-debug-port P] [-database-url URL]
+//	devstack up [-cells N] [-replicas N] [-grpc-port P] [-http-port P] [-debug-port P]
+//	            [-rep-port P] [-auctioneer-port P] [-auctioneer-debug-port P] [-database-url URL]
 //	devstack down
 //	devstack status
 //
@@ -58,9 +59,16 @@ func up(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.Ports.GRPC, "grpc-port", opts.Ports.GRPC, "gRPC port of the first BBS")
 	fs.IntVar(&opts.Ports.HTTP, "http-port", opts.Ports.HTTP, "HTTPS port of the first BBS")
 	fs.IntVar(&opts.Ports.Debug, "debug-port", opts.Ports.Debug, "debug port of the first BBS")
+	fs.IntVar(&opts.Cells, "cells", 1, fmt.Sprintf("number of cells (reps), at most %d; 0 for none", devstack.MaxDevCells))
+	fs.IntVar(&opts.RepPort, "rep-port", devstack.DefaultRepPort, "gRPC port of cell-1's rep (cell i: +10*(i-1), debug +1)")
+	fs.IntVar(&opts.AuctioneerPorts.GRPC, "auctioneer-port", devstack.DefaultAuctioneerPorts.GRPC, "gRPC port of the auctioneer")
+	fs.IntVar(&opts.AuctioneerPorts.Debug, "auctioneer-debug-port", devstack.DefaultAuctioneerPorts.Debug, "debug port of the auctioneer")
 	fs.StringVar(&opts.DatabaseURL, "database-url", "", "use this database instead of the private Postgres")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if opts.Cells == 0 {
+		opts.Cells = -1 // Options: negative means none
 	}
 	s, err := devstack.Up(ctx, opts)
 	if err != nil {
@@ -103,11 +111,10 @@ func status(ctx context.Context) error {
 			state = st.Unhealthy.Error()
 			down++
 		}
-		fmt.Printf("%-8s pid %-7d grpc %s  https %s  debug %s  %s\n", st.Name, st.Pid,
-			st.BBS.Config.GRPCAddress, st.BBS.Config.HTTPAddress, st.BBS.Config.DebugAddress, state)
+		fmt.Printf("%-12s pid %-7d %s  %s\n", st.Name, st.Pid, st.Addresses, state)
 	}
 	if down > 0 {
-		return fmt.Errorf("%d of %d BBS processes are not healthy", down, len(s.BBS))
+		return fmt.Errorf("%d processes of the dev stack are not healthy", down)
 	}
 	return nil
 }

@@ -16,6 +16,12 @@ drover dev stack is up ({{.Home}}).
   debug      {{.BBS.DebugURL}}/metrics  {{.BBS.DebugURL}}/healthz
   logs       {{.BBS.StdoutPath}}
   certs      {{.Certs}}/{ca.crt,client.crt,client.key}
+{{- with .Auctioneer}}
+  auctioneer {{.Config.ListenAddress}}   (mTLS, debug {{.DebugURL}}/metrics)
+{{- end}}
+{{- range .Reps}}
+  {{.CellID}}     rep {{.Config.ListenAddress}}  zone {{.Config.Zone}}  host ports {{.Config.Executor.PortRangeStart}}-{{.Config.Executor.PortRangeEnd}}  containerd namespace {{.Config.Executor.ContainerdNamespace}}
+{{- end}}
 
 curl:
   curl --cacert {{.Certs}}/ca.crt --cert {{.Certs}}/client.crt --key {{.Certs}}/client.key \
@@ -27,6 +33,11 @@ curl:
 droverctl (finds {{.Certs}} and {{.BBS.Config.GRPCAddress}} by itself):
   {{.Bin}}/droverctl help
   {{.Bin}}/droverctl desired-lrps
+{{- if .Reps}}
+  {{.Bin}}/droverctl cell-states
+  {{.Bin}}/droverctl desire -f integration/testdata/busybox_httpd_lrp.json && {{.Bin}}/droverctl actual-lrps
+  {{.Bin}}/droverctl logs busybox-httpd --follow
+{{- end}}
 
 grpcurl:
   {{.Bin}}/grpcurl -cacert {{.Certs}}/ca.crt -cert {{.Certs}}/client.crt -key {{.Certs}}/client.key \
@@ -43,9 +54,11 @@ func printWelcome(s *devstack.Stack) {
 		return path
 	}
 	welcome.Execute(os.Stdout, map[string]any{
-		"Home":  rel(s.Home),
-		"BBS":   s.BBS[0],
-		"Certs": rel(s.Certs.Dir),
-		"Bin":   rel(s.BinDir),
+		"Home":       rel(s.Home),
+		"BBS":        s.BBS[0],
+		"Auctioneer": s.Auctioneer,
+		"Reps":       s.Reps,
+		"Certs":      rel(s.Certs.Dir),
+		"Bin":        rel(s.BinDir),
 	})
 }

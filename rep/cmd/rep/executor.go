@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"drover.dev/executor/engine"
 	"drover.dev/executor/network"
 	"drover.dev/executor/sim"
-	"drover.dev/executor/steps"
 	"drover.dev/rep/config"
 )
 
@@ -83,20 +81,8 @@ func newExecutor(cfg *config.Config, logger *slog.Logger) (executor.Client, ifri
 		ReapInterval:         ec.ReapInterval.Duration(),
 		MetricsInterval:      ec.MetricsInterval.Duration(),
 		LogLinesPerContainer: ec.LogLinesPerInstance,
-	}, runtime, downloader(cache), logger)
+	}, runtime, engine.CacheDownloader(cache), logger)
 	// *engine.Executor cannot be both an executor.Client (Run(ctx, RunRequest)) and an
 	// ifrit.Runner (Run(signals, ready)); the engine exposes its loops separately.
 	return eng, eng.Runner(), nil
-}
-
-// downloader adapts the download cache to the steps' Downloader.
-func downloader(cache *download.Cache) engine.Downloader {
-	return steps.DownloaderFunc(func(ctx context.Context, req steps.DownloadRequest) (io.ReadCloser, error) {
-		return cache.Fetch(ctx, download.Request{
-			URL:               req.URL,
-			CacheKey:          req.CacheKey,
-			ChecksumAlgorithm: req.ChecksumAlgorithm,
-			ChecksumValue:     req.ChecksumValue,
-		})
-	})
 }

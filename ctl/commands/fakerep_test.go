@@ -1,0 +1,102 @@
+package commands_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
+
+	repv1 "drover.dev/proto/gen/drover/rep/v1"
+)
+
+// fakeRep serves a canned State and canned log lines over gRPC with mutual TLS and
+// records every request. With follow, it sends the kept lines, then each line of
+// followLines, then waits until the client goes away.
+type fakeRep struct {
+	repv1.UnimplementedRepServiceServer
+	addr        string
+	state       *repv1.StateResponse
+	lines       []*repv1.LogLine
+	followLines []*repv1.LogLine
+
+	mu       sync.Mutex
+	requests []proto.Message
+}
+
+// startFakeRep serves rep on 127.0.0.1 with the fake BBS's server certificate.
+func startFakeRep(t *testing.T, pki testPKI, rep *fakeRep) *fakeRep {
+	t.Helper()
+	serverTLS, err := pki.server.Server()
+	require.NoError(t, err)
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	repv1.RegisterRepServiceServer(srv, rep)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	rep.addr = lis.Addr().String()
+	return rep
+}
+
+// unreachableAddress is a 127.0.0.1 port nothing listens on.
+func unreachableAddress(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	return addr
+}
+
+func (r *fakeRep) record(req proto.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, proto.Clone(req))
+}
+
+func (r *fakeRep) recorded() []proto.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]proto.Message(nil), r.requests...)
+}
+
+func (r *fakeRep) State(_ context.Context, req *repv1.StateRequest) (*repv1.StateResponse, error) {
+	r.record(req)
+	return r.state, nil
+}
+
+func (r *fakeRep) StreamLogs(req *repv1.StreamLogsRequest, stream grpc.ServerStreamingServer[repv1.StreamLogsResponse]) error {
+	r.record(req)
+	var kept []*repv1.LogLine
+	for _, l := range r.lines {
+		if (req.GetTaskGuid() == "" || l.GetContainerGuid() == req.GetTaskGuid()) &&
+			(req.GetProcessGuid() == "" || l.GetProcessGuid() == req.GetProcessGuid()) &&
+			(req.Index == nil || l.GetIndex() == req.GetIndex()) {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) > 0 {
+		if err := stream.Send(&repv1.StreamLogsResponse{Lines: kept}); err != nil {
+			return err
+		}
+	}
+	if !req.GetFollow() {
+		return nil
+	}
+	for _, l := range r.followLines {
+		if err := stream.Send(&repv1.StreamLogsResponse{Lines: []*repv1.LogLine{l}}); err != nil {
+			return err
+		}
+	}
+	<-stream.Context().Done()
+	return nil
+}
+
+// logTime is testNow plus d, in Unix nanoseconds.
+func logTime(d time.Duration) int64 { return testNow.Add(d).UnixNano() }

@@ -1,0 +1,192 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"drover.dev/bbs/models"
+	"drover.dev/ctl/output"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	repv1 "drover.dev/proto/gen/drover/rep/v1"
+)
+
+func logsCommand() *command {
+	return &command{
+		name: "logs", flagsUsage: "[--index N] [--follow]", group: groupLRPs, args: []string{"GUID"},
+		summary: "Print the output of an LRP's instances or of a task",
+		details: "GUID is a process guid or a task guid. droverctl finds the cells of the LRP's\n" +
+			"actual LRPs (or the task's cell) in the BBS and streams the kept lines from\n" +
+			"each cell's rep, as \"TIME [SOURCE/INDEX] text\". Without --follow the lines of\n" +
+			"all cells are printed in time order; with --follow new lines follow as they\n" +
+			"are written, from all cells merged, until interrupted.",
+		examples: []string{"logs my-app", "logs my-app --index 2 --follow", "logs my-task --json | jq -r .text"},
+		setup: func(fs *flag.FlagSet) action {
+			var index uint64Value
+			fs.Var(&index, "index", "only the instance with this `N`")
+			follow := fs.Bool("follow", false, "keep streaming new lines until interrupted")
+			return func(ctx context.Context, s *session, args []string) error {
+				req := &repv1.StreamLogsRequest{Follow: *follow}
+				if index.set {
+					if index.n > 1<<31-1 {
+						return usagef("--index %d is too large", index.n)
+					}
+					i := int32(index.n)
+					req.Index = &i
+				}
+				cells, err := s.logCells(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				return s.streamLogs(ctx, cells, req)
+			}
+		},
+	}
+}
+
+// logCells fills req with the LRP or task named guid and returns the live cells that
+// run it: those of its actual LRPs (of req.Index when set), else the task's cell.
+func (s *session) logCells(ctx context.Context, guid string, req *repv1.StreamLogsRequest) ([]*modelsv1.CellPresence, error) {
+	actuals, err := listActualLRPs(ctx, s, &bbsv1.ListActualLRPsRequest{ProcessGuid: guid, Index: req.Index})
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, a := range actuals {
+		if a.GetCellId() != "" {
+			want[a.GetCellId()] = true
+		}
+	}
+	if len(actuals) > 0 {
+		req.ProcessGuid = guid
+	} else {
+		if req.Index != nil {
+			return nil, models.NewError(models.ErrTypeResourceNotFound, "no actual LRP %s with index %d", guid, req.GetIndex())
+		}
+		task, err := s.getTask(ctx, guid)
+		if err != nil {
+			if models.FromError(err).Type == models.ErrTypeResourceNotFound {
+				return nil, models.NewError(models.ErrTypeResourceNotFound, "no LRP or task %s", guid)
+			}
+			return nil, err
+		}
+		req.TaskGuid = guid
+		if id := task.GetTask().GetCellId(); id != "" {
+			want[id] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, models.NewError(models.ErrTypeResourceNotFound, "%s is not placed on any cell", guid)
+	}
+	all, err := s.listCells(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var cells []*modelsv1.CellPresence
+	for _, cell := range all {
+		if want[cell.GetCellId()] {
+			cells = append(cells, cell)
+		}
+	}
+	if len(cells) == 0 {
+		return nil, models.NewError(models.ErrTypeResourceNotFound, "the cells of %s are gone", guid)
+	}
+	return cells, nil
+}
+
+// getTask fetches one task, bounded by --timeout.
+func (s *session) getTask(ctx context.Context, guid string) (*bbsv1.GetTaskResponse, error) {
+	c, callCtx, cancel, err := s.begin(ctx)
+	defer cancel()
+	if err != nil {
+		return nil, err
+	}
+	return c.GetTask(callCtx, &bbsv1.GetTaskRequest{TaskGuid: guid})
+}
+
+// streamLogs prints the lines of every cell: sorted by time when not following, merged
+// as they arrive when following.
+func (s *session) streamLogs(ctx context.Context, cells []*modelsv1.CellPresence, req *repv1.StreamLogsRequest) error {
+	if !req.GetFollow() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.timeout)
+		defer cancel()
+	}
+	var (
+		mu    sync.Mutex
+		lines []*repv1.LogLine
+		werr  error
+	)
+	emit := func(batch []*repv1.LogLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !req.GetFollow() {
+			lines = append(lines, batch...)
+			return
+		}
+		for _, l := range batch {
+			if werr == nil {
+				werr = s.writeLogLine(l)
+			}
+		}
+	}
+	_, errs := eachRep(s, cells, func(rc *repConn) (struct{}, error) {
+		return struct{}{}, receiveLogs(ctx, rc, req, emit)
+	})
+	if werr != nil {
+		return werr
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].GetTimestamp() < lines[j].GetTimestamp() })
+	for _, l := range lines {
+		if err := s.writeLogLine(l); err != nil {
+			return err
+		}
+	}
+	if req.GetFollow() && ctx.Err() != nil {
+		return nil // interrupted: the normal end of --follow
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("logs from cell %s: %w", cells[i].GetCellId(), err)
+		}
+	}
+	return nil
+}
+
+// receiveLogs streams one rep's lines into emit until the stream ends.
+func receiveLogs(ctx context.Context, rc *repConn, req *repv1.StreamLogsRequest, emit func([]*repv1.LogLine)) error {
+	stream, err := rc.client.StreamLogs(ctx, req)
+	if err != nil {
+		return err
+	}
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil && status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		}
+		emit(resp.GetLines())
+	}
+}
+
+// writeLogLine prints one line as text or, with --json, as a JSON object.
+func (s *session) writeLogLine(l *repv1.LogLine) error {
+	if s.json() {
+		return s.jsonLine(output.LogLineView(l))
+	}
+	_, err := fmt.Fprintln(s.stdout, output.FormatLogLine(l))
+	return err
+}

@@ -1,0 +1,82 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"drover.dev/bbs/models"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	repv1 "drover.dev/proto/gen/drover/rep/v1"
+)
+
+// repConn is a connection to one cell's rep.
+type repConn struct {
+	cell   *modelsv1.CellPresence
+	conn   *grpc.ClientConn
+	client repv1.RepServiceClient
+}
+
+// dialRep connects to the rep of cell over mutual TLS with droverctl's certificate
+// (the one it presents to the BBS). The connection is made lazily by gRPC.
+func (s *session) dialRep(cell *modelsv1.CellPresence) (*repConn, error) {
+	if _, err := s.bbs(); err != nil {
+		return nil, err
+	}
+	if cell.GetRepAddress() == "" {
+		return nil, fmt.Errorf("cell %s has no rep address", cell.GetCellId())
+	}
+	tlsConfig, err := s.target.TLS.Client()
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "%s: %v", s.target, err)
+	}
+	conn, err := grpc.NewClient(cell.GetRepAddress(), grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)))
+	if err != nil {
+		return nil, fmt.Errorf("rep of cell %s at %s: %w", cell.GetCellId(), cell.GetRepAddress(), err)
+	}
+	return &repConn{cell: cell, conn: conn, client: repv1.NewRepServiceClient(conn)}, nil
+}
+
+// listCells returns the live cells by id, sorted, bounded by --timeout.
+func (s *session) listCells(ctx context.Context) ([]*modelsv1.CellPresence, error) {
+	c, callCtx, cancel, err := s.begin(ctx)
+	defer cancel()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.ListCells(callCtx, &bbsv1.ListCellsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	cells := resp.GetCells()
+	sort.Slice(cells, func(i, j int) bool { return cells[i].GetCellId() < cells[j].GetCellId() })
+	return cells, nil
+}
+
+// eachRep calls fn with a connection to the rep of every cell, in parallel, and returns
+// the results in the order of cells. A cell whose rep cannot be dialled gets that error.
+func eachRep[T any](s *session, cells []*modelsv1.CellPresence, fn func(*repConn) (T, error)) ([]T, []error) {
+	results := make([]T, len(cells))
+	errs := make([]error, len(cells))
+	var wg sync.WaitGroup
+	for i, cell := range cells {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc, err := s.dialRep(cell)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer rc.conn.Close()
+			results[i], errs[i] = fn(rc)
+		}()
+	}
+	wg.Wait()
+	return results, errs
+}
