@@ -20,7 +20,7 @@ import (
 
 // TestCellsTasks: a task's result_file becomes its result, a failing task completes
 // failed with its reason, cancel stops a running task, an unprivileged task cannot
-// mount, and nothing is left on the host.
+// mount or load kernel modules, and nothing is left on the host.
 func TestCellsTasks(t *testing.T) {
 	cs := newCellStack(t, 1, nil)
 
@@ -67,6 +67,24 @@ func TestCellsTasks(t *testing.T) {
 		task := cs.waitTaskCompleted(t, "mounter")
 		require.False(t, task.GetFailed(), task.GetFailureReason())
 		require.Equal(t, "refused", strings.TrimSpace(task.GetResult()))
+	})
+
+	// init_module on a junk file: policy (no CAP_SYS_MODULE, seccomp) refuses it with
+	// EPERM in an unprivileged container; a privileged one gets past the policy and the
+	// kernel itself rejects the junk (bad format, or no module support at all).
+	insmod := shAction(`echo junk > /tmp/x.ko; insmod /tmp/x.ko > /tmp/r 2>&1; true`)
+	t.Run("unprivileged cannot load modules", func(t *testing.T) {
+		cs.desireTask(t, "insmod", &modelsv1.TaskDefinition{Privileged: false, Action: insmod, ResultFile: "/tmp/r"})
+		task := cs.waitTaskCompleted(t, "insmod")
+		require.False(t, task.GetFailed(), task.GetFailureReason())
+		require.Contains(t, task.GetResult(), "not permitted")
+	})
+	t.Run("privileged gets past the module policy", func(t *testing.T) {
+		cs.desireTask(t, "insmod-privileged", &modelsv1.TaskDefinition{Privileged: true, Action: insmod, ResultFile: "/tmp/r"})
+		task := cs.waitTaskCompleted(t, "insmod-privileged")
+		require.False(t, task.GetFailed(), task.GetFailureReason())
+		require.NotContains(t, task.GetResult(), "not permitted")
+		require.Contains(t, task.GetResult(), "can't insert")
 	})
 
 	cs.requireHostClean(t)
