@@ -9,7 +9,7 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench
+.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells
 
 help:
 	@echo "make up [CELLS=N]       install what is missing, start Postgres, BBS, containerd, auctioneer and N reps (.drover/)"
@@ -20,6 +20,7 @@ help:
 	@echo "make test-unit          unit tests only (lib, bbs, ctl)"
 	@echo "make test-integration   the integration suite only"
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
+	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
 	@echo "make build              build bbs, droverctl and devstack into bin/"
 	@echo "make proto              regenerate proto/gen with buf"
 	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
@@ -73,8 +74,15 @@ lint:
 
 build:
 	mkdir -p $(BIN)
-	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack
+	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack \
+	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep
 
 bench:
 	scripts/postgres.sh start >/dev/null
 	go run ./integration/bench/cmd/bbsbench
+
+bench-cells:
+	scripts/postgres.sh start >/dev/null
+	scripts/containerd.sh start >/dev/null
+	go test -run '^$$' -bench Place -benchtime 3x ./auctioneer/auction/
+	go test -run '^$$' -bench DesireToRunning -benchtime 1x -timeout 20m ./integration/bench/

@@ -15,6 +15,7 @@ import (
 	"drover.dev/executor"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
+	"drover.dev/rep/cellmetrics"
 	"drover.dev/rep/config"
 	"drover.dev/rep/handlers"
 	"drover.dev/rep/harmonizer"
@@ -64,6 +65,10 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 	if r.exec, r.execRunner, err = newExecutor(cfg, logger); err != nil {
 		bbs.Close()
 		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if err := registry.Register(cellmetrics.New(r.exec)); err != nil {
+		bbs.Close()
+		return nil, err
 	}
 	if r.presence, err = presence.New(presence.Config{
 		CellID:                cfg.CellID,
