@@ -3,7 +3,6 @@ package config
 
 import (
 	"errors"
-	"net"
 	"time"
 
 	libconfig "drover.dev/lib/config"
@@ -78,9 +77,11 @@ func (c *Config) Validate() error {
 		return errors.New("nil config")
 	}
 	var errs []error
-	for field, addr := range map[string]string{"listen_address": c.ListenAddress, "debug_address": c.DebugAddress, "bbs_address": c.BBSAddress} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			errs = append(errs, libconfig.Invalid(field, "must be host:port, got %q", addr))
+	for _, a := range []struct{ field, address string }{
+		{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress},
+	} {
+		if err := libconfig.Address(a.field, a.address); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.TLS.Enabled() {
@@ -88,11 +89,16 @@ func (c *Config) Validate() error {
 			errs = append(errs, libconfig.Invalid("tls", "%v", err))
 		}
 	}
-	if c.CellStateTimeout <= 0 || c.CommunicationTimeout <= 0 {
-		errs = append(errs, libconfig.Invalid("cell_state_timeout", "cell_state_timeout and communication_timeout must be positive"))
-	}
-	if c.LockTTL <= 0 || c.LockRetryInterval <= 0 {
-		errs = append(errs, libconfig.Invalid("lock_ttl", "lock_ttl and lock_retry_interval must be positive"))
+	for _, d := range []struct {
+		field string
+		value libconfig.Duration
+	}{
+		{"cell_state_timeout", c.CellStateTimeout}, {"communication_timeout", c.CommunicationTimeout},
+		{"lock_ttl", c.LockTTL}, {"lock_retry_interval", c.LockRetryInterval},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, libconfig.Invalid(d.field, "must be positive, got %s", d.value.Duration()))
+		}
 	}
 	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
 		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
@@ -100,8 +106,16 @@ func (c *Config) Validate() error {
 	if c.AuctionRunnerWorkers <= 0 {
 		errs = append(errs, libconfig.Invalid("auction_runner_workers", "must be positive, got %d", c.AuctionRunnerWorkers))
 	}
-	if c.StartingContainerWeight < 0 || c.BinPackFirstFitWeight < 0 || c.StartingContainerCountMaximum < 0 {
-		errs = append(errs, libconfig.Invalid("starting_container_weight", "weights and the in-flight maximum must not be negative"))
+	for _, w := range []struct {
+		field string
+		value float64
+	}{
+		{"starting_container_weight", c.StartingContainerWeight}, {"bin_pack_first_fit_weight", c.BinPackFirstFitWeight},
+		{"starting_container_count_maximum", float64(c.StartingContainerCountMaximum)},
+	} {
+		if w.value < 0 {
+			errs = append(errs, libconfig.Invalid(w.field, "must not be negative, got %v", w.value))
+		}
 	}
 	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, libconfig.Invalid("log_level", "%v", err))

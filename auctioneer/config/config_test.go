@@ -27,18 +27,19 @@ func TestValidateRules(t *testing.T) {
 		want   string
 	}{
 		{"listen address", func(c *Config) { c.ListenAddress = "nope" }, `listen_address: must be host:port, got "nope"`},
-		{"debug address", func(c *Config) { c.DebugAddress = "" }, `debug_address: must be host:port, got ""`},
+		{"debug address", func(c *Config) { c.DebugAddress = "" }, `debug_address: is required`},
+		{"debug address port", func(c *Config) { c.DebugAddress = "localhost" }, `debug_address: must be host:port, got "localhost"`},
 		{"bbs address", func(c *Config) { c.BBSAddress = "bbs" }, `bbs_address: must be host:port, got "bbs"`},
 		{"tls incomplete", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.pem"} }, "tls: cert_file is required"},
-		{"cell state timeout", func(c *Config) { c.CellStateTimeout = 0 }, "cell_state_timeout: cell_state_timeout and communication_timeout must be positive"},
-		{"communication timeout", func(c *Config) { c.CommunicationTimeout = -1 }, "cell_state_timeout: cell_state_timeout and communication_timeout must be positive"},
-		{"lock ttl", func(c *Config) { c.LockTTL = 0 }, "lock_ttl: lock_ttl and lock_retry_interval must be positive"},
-		{"lock retry interval", func(c *Config) { c.LockRetryInterval = 0 }, "lock_ttl: lock_ttl and lock_retry_interval must be positive"},
+		{"cell state timeout", func(c *Config) { c.CellStateTimeout = 0 }, "cell_state_timeout: must be positive, got 0s"},
+		{"communication timeout", func(c *Config) { c.CommunicationTimeout = -1 }, "communication_timeout: must be positive, got -1ns"},
+		{"lock ttl", func(c *Config) { c.LockTTL = 0 }, "lock_ttl: must be positive, got 0s"},
+		{"lock retry interval", func(c *Config) { c.LockRetryInterval = 0 }, "lock_retry_interval: must be positive, got 0s"},
 		{"retry not shorter than ttl", func(c *Config) { c.LockRetryInterval = libconfig.Duration(15 * time.Second) }, "lock_retry_interval: must be shorter than lock_ttl (15s), got 15s"},
 		{"workers", func(c *Config) { c.AuctionRunnerWorkers = 0 }, "auction_runner_workers: must be positive, got 0"},
-		{"starting container weight", func(c *Config) { c.StartingContainerWeight = -0.1 }, "starting_container_weight: weights and the in-flight maximum must not be negative"},
-		{"bin pack weight", func(c *Config) { c.BinPackFirstFitWeight = -1 }, "starting_container_weight: weights and the in-flight maximum must not be negative"},
-		{"in-flight maximum", func(c *Config) { c.StartingContainerCountMaximum = -1 }, "starting_container_weight: weights and the in-flight maximum must not be negative"},
+		{"starting container weight", func(c *Config) { c.StartingContainerWeight = -0.1 }, "starting_container_weight: must not be negative, got -0.1"},
+		{"bin pack weight", func(c *Config) { c.BinPackFirstFitWeight = -1 }, "bin_pack_first_fit_weight: must not be negative, got -1"},
+		{"in-flight maximum", func(c *Config) { c.StartingContainerCountMaximum = -1 }, "starting_container_count_maximum: must not be negative, got -1"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level:"},
 	}
 	for _, tt := range tests {

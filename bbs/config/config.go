@@ -5,7 +5,6 @@ package config
 import (
 	"errors"
 	"log/slog"
-	"net"
 	"net/url"
 	"sort"
 	"strings"
@@ -99,11 +98,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	check(validAddress("grpc_address", c.GRPCAddress))
-	check(validAddress("http_address", c.HTTPAddress))
-	check(validAddress("debug_address", c.DebugAddress))
+	check(libconfig.Address("grpc_address", c.GRPCAddress))
+	check(libconfig.Address("http_address", c.HTTPAddress))
+	check(libconfig.Address("debug_address", c.DebugAddress))
 	if c.AuctioneerAddress != "" {
-		check(validAddress("auctioneer_address", c.AuctioneerAddress))
+		check(libconfig.Address("auctioneer_address", c.AuctioneerAddress))
 	}
 	if strings.TrimSpace(c.DatabaseURL) == "" {
 		check(libconfig.Invalid("database_url", "is required"))
@@ -131,15 +130,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func validAddress(field, address string) error {
-	if address == "" {
-		return libconfig.Invalid(field, "is required")
-	}
-	if _, _, err := net.SplitHostPort(address); err != nil {
-		return libconfig.Invalid(field, "must be host:port, got %q", address)
-	}
-	return nil
-}
 
 func validTLS(files tlsconfig.Files) error {
 	var errs []error

@@ -27,7 +27,7 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 	if err != nil {
 		return executor.NetInfo{}, err
 	}
-	unlock := r.locks.lock(spec.Guid)
+	unlock := r.locks.Lock(spec.Guid)
 	defer unlock()
 	if _, err := r.client.LoadContainer(ctx, spec.Guid); err == nil {
 		return executor.NetInfo{}, fmt.Errorf("%w: %s exists", executor.ErrContainerGuidNotAvailable, spec.Guid)
@@ -189,7 +189,7 @@ func upperDirOf(mounts []mount.Mount) string {
 // task, container, snapshot, network attachment and state.
 func (r *Runtime) Destroy(ctx context.Context, guid string) error {
 	ctx = r.nsCtx(ctx)
-	unlock := r.locks.lock(guid)
+	unlock := r.locks.Lock(guid)
 	defer unlock()
 	r.markDestroying(guid, true)
 	defer r.markDestroying(guid, false)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/keyedmutex"
 	"drover.dev/executor/network"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"github.com/containerd/containerd"
@@ -34,7 +35,7 @@ type Runtime struct {
 	wg     sync.WaitGroup
 
 	imageMu sync.Mutex
-	locks   keyedMutex
+	locks   keyedmutex.Mutex
 	events  broker
 
 	mu sync.Mutex
@@ -275,39 +276,4 @@ func (r *Runtime) isDestroying(guid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.destroying[guid]
-}
-
-// keyedMutex serialises work per key (Create/Destroy of one guid).
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*keyedLock
-}
-
-type keyedLock struct {
-	sync.Mutex
-	refs int
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*keyedLock{}
-	}
-	l := k.locks[key]
-	if l == nil {
-		l = &keyedLock{}
-		k.locks[key] = l
-	}
-	l.refs++
-	k.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
-		k.mu.Lock()
-		l.refs--
-		if l.refs == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/keyedmutex"
 )
 
 // requiredPlugins are the CNI plugin binaries the cell's network uses.
@@ -39,7 +40,7 @@ type Manager struct {
 	list   *libcni.NetworkConfigList
 	hostIP string // where host ports are bound ("" = every local address)
 	store  recordStore
-	guids  keyedMutex
+	guids  keyedmutex.Mutex
 
 	mu      sync.Mutex // guards records and ports
 	records map[string]record
@@ -125,7 +126,7 @@ func (m *Manager) Setup(ctx context.Context, guid string, containerPorts []uint3
 	if err := validateContainerPorts(containerPorts); err != nil {
 		return Attachment{}, fmt.Errorf("network setup %q: %w", guid, err)
 	}
-	unlock := m.guids.lock(guid)
+	unlock := m.guids.Lock(guid)
 	defer unlock()
 
 	rec, err := m.reserve(guid, uniquePorts(containerPorts))
@@ -254,7 +255,7 @@ func (m *Manager) Teardown(ctx context.Context, guid string) error {
 	if err := validateGuid(guid); err != nil {
 		return err
 	}
-	unlock := m.guids.lock(guid)
+	unlock := m.guids.Lock(guid)
 	defer unlock()
 
 	m.mu.Lock()

@@ -109,7 +109,7 @@ func ipamContainerIDs(dir string) ([]string, error) {
 
 // clearStray tears down what guid left without a record, unless a record appeared since.
 func (m *Manager) clearStray(ctx context.Context, guid string) error {
-	unlock := m.guids.lock(guid)
+	unlock := m.guids.Lock(guid)
 	defer unlock()
 	m.mu.Lock()
 	_, recorded := m.records[guid]

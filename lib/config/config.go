@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -98,4 +99,15 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 // Invalid returns a *FieldError for field with a formatted reason.
 func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Address checks that address is a host:port, naming field when it is not.
+func Address(field, address string) error {
+	if address == "" {
+		return Invalid(field, "is required")
+	}
+	if _, _, err := net.SplitHostPort(address); err != nil {
+		return Invalid(field, "must be host:port, got %q", address)
+	}
+	return nil
 }

@@ -173,11 +173,11 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.CellID) == "" {
 		check(libconfig.Invalid("cell_id", "is required"))
 	}
-	check(validAddress("listen_address", c.ListenAddress))
-	check(validAddress("debug_address", c.DebugAddress))
-	check(validAddress("bbs_address", c.BBSAddress))
+	check(libconfig.Address("listen_address", c.ListenAddress))
+	check(libconfig.Address("debug_address", c.DebugAddress))
+	check(libconfig.Address("bbs_address", c.BBSAddress))
 	if c.AdvertiseAddress != "" {
-		check(validAddress("advertise_address", c.AdvertiseAddress))
+		check(libconfig.Address("advertise_address", c.AdvertiseAddress))
 	}
 	if c.TLS.Enabled() {
 		if err := c.TLS.Validate(); err != nil {
@@ -232,11 +232,18 @@ func (e *ExecutorConfig) validate() error {
 	if e.StateDir == "" {
 		errs = append(errs, libconfig.Invalid("executor.state_dir", "is required"))
 	}
-	if e.GracePeriod <= 0 || e.UnhealthyInterval <= 0 || e.HealthyInterval <= 0 || e.ReservedExpiration <= 0 {
-		errs = append(errs, libconfig.Invalid("executor.grace_period", "grace_period, unhealthy_interval, healthy_interval and reserved_expiration must be positive"))
-	}
-	if e.ReapInterval <= 0 || e.MetricsInterval <= 0 || e.DiskPollInterval <= 0 {
-		errs = append(errs, libconfig.Invalid("executor.reap_interval", "reap_interval, metrics_interval and disk_poll_interval must be positive"))
+	for _, d := range []struct {
+		field string
+		value libconfig.Duration
+	}{
+		{"grace_period", e.GracePeriod}, {"unhealthy_interval", e.UnhealthyInterval},
+		{"healthy_interval", e.HealthyInterval}, {"reserved_expiration", e.ReservedExpiration},
+		{"reap_interval", e.ReapInterval}, {"metrics_interval", e.MetricsInterval},
+		{"disk_poll_interval", e.DiskPollInterval},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, libconfig.Invalid("executor."+d.field, "must be positive, got %s", d.value.Duration()))
+		}
 	}
 	if e.MaxCacheBytes <= 0 {
 		errs = append(errs, libconfig.Invalid("executor.max_cache_bytes", "must be positive, got %d", e.MaxCacheBytes))
@@ -245,14 +252,4 @@ func (e *ExecutorConfig) validate() error {
 		errs = append(errs, libconfig.Invalid("executor.log_lines_per_instance", "must be positive, got %d", e.LogLinesPerInstance))
 	}
 	return errors.Join(errs...)
-}
-
-func validAddress(field, address string) error {
-	if address == "" {
-		return libconfig.Invalid(field, "is required")
-	}
-	if _, _, err := net.SplitHostPort(address); err != nil {
-		return libconfig.Invalid(field, "must be host:port, got %q", address)
-	}
-	return nil
 }

@@ -103,18 +103,18 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 	return a, nil
 }
 
-// close releases the outbound connections.
-func (a *auctioneer) close() {
+// Close releases the outbound connections.
+func (a *auctioneer) Close() {
 	if closer, ok := a.reps.(io.Closer); ok {
 		_ = closer.Close()
 	}
 	_ = a.bbs.Close()
 }
 
-// members start in order: the debug server, the gRPC server (NOT_SERVING, refusing
+// Members start in order: the debug server, the gRPC server (NOT_SERVING, refusing
 // auctions), the lock (ready once held), the runner, and finally activation, which
 // lets requests through and reports SERVING. Losing the lock stops the whole group.
-func (a *auctioneer) members() ifrit.Runner {
+func (a *auctioneer) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "debug-server", Runner: debugserver.New(a.cfg.DebugAddress, a.registry, a.level, a.logger)},
 		{Name: "grpc-server", Runner: grpcserver.New(a.cfg.ListenAddress, a.grpc, a.health, a.logger)},

@@ -92,8 +92,8 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 	return b, nil
 }
 
-// close releases the outbound connections.
-func (b *bbs) close() {
+// Close releases the outbound connections.
+func (b *bbs) Close() {
 	if closer, ok := b.reps.(io.Closer); ok {
 		_ = closer.Close()
 	}
@@ -102,8 +102,8 @@ func (b *bbs) close() {
 	}
 }
 
-// members starts the BBS in dependency order and stops it in reverse.
-func (b *bbs) members() ifrit.Runner {
+// Members starts the BBS in dependency order and stops it in reverse.
+func (b *bbs) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "migrations", Runner: ifrit.RunFunc(b.runMigrations)},
 		{Name: "event-hub", Runner: ifrit.RunFunc(b.runEventHub)},

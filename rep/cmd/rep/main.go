@@ -7,80 +7,30 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"io"
+	"log/slog"
 	"os"
 
-	"github.com/tedsuo/ifrit"
-	"github.com/tedsuo/ifrit/sigmon"
-
-	"drover.dev/lib/logging"
+	"drover.dev/lib/service"
 	"drover.dev/rep/config"
 )
 
-// Exit codes.
-const (
-	exitOK    = 0
-	exitFatal = 1
-	exitUsage = 2
-)
-
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(service.Run(spec, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is the whole process: it returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("rep", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	configPath := flags.String("config", "", "path to the JSON configuration file (required)")
-	if err := flags.Parse(args); err != nil {
-		return exitUsage
-	}
+// spec describes the rep process to lib/service.
+var spec = service.Spec[*config.Config]{
+	Name:            "rep",
+	DefaultLogLevel: config.DefaultLogLevel,
+	Load:            config.Load,
+	LogLevel:        func(c *config.Config) string { return c.LogLevel },
+	LogAttrs:        func(c *config.Config) []any { return []any{"cell_id", c.CellID} },
+	New: func(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (service.Process, error) {
+		return newRep(cfg, logger, level)
+	},
+}
 
-	logger, level, err := logging.New(stdout, config.DefaultLogLevel)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitFatal
-	}
-	if *configPath == "" {
-		logger.Error("missing-config-flag", "usage", "rep -config FILE")
-		return exitUsage
-	}
-	cfg, err := config.Load(*configPath)
-	if err != nil {
-		logger.Error("invalid-config", "error", err.Error())
-		return exitFatal
-	}
-	if parsed, err := logging.ParseLevel(cfg.LogLevel); err == nil {
-		level.Set(parsed)
-	}
-	logger = logger.With("cell_id", cfg.CellID)
-	logger.Info("rep-starting", "config", cfg)
-
-	r, err := newRep(cfg, logger, level)
-	if err != nil {
-		logger.Error("failed-to-initialize", "error", err.Error())
-		return exitFatal
-	}
-	defer r.close()
-
-	process := ifrit.Background(sigmon.New(r.members()))
-	select {
-	case <-process.Ready():
-		logger.Info("rep-started", "listen_address", cfg.ListenAddress, "advertise_address", cfg.Advertised(), "debug_address", cfg.DebugAddress)
-	case err := <-process.Wait():
-		if err == nil {
-			err = fmt.Errorf("stopped before it was ready")
-		}
-		logger.Error("rep-failed-to-start", "error", err.Error())
-		return exitFatal
-	}
-	if err := <-process.Wait(); err != nil {
-		logger.Error("rep-exited-with-failure", "error", err.Error())
-		return exitFatal
-	}
-	logger.Info("rep-exited")
-	return exitOK
+// StartedAttrs are logged once the rep is ready.
+func (r *rep) StartedAttrs() []any {
+	return []any{"listen_address", r.cfg.ListenAddress, "advertise_address", r.cfg.Advertised(), "debug_address", r.cfg.DebugAddress}
 }

@@ -95,12 +95,12 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 	return r, nil
 }
 
-// close releases the BBS connection.
-func (r *rep) close() { _ = r.bbs.Close() }
+// Close releases the BBS connection.
+func (r *rep) Close() { _ = r.bbs.Close() }
 
-// members starts the rep in dependency order and stops it in reverse: the harmonizer
+// Members starts the rep in dependency order and stops it in reverse: the harmonizer
 // and the server stop before the executor; nothing deletes containers on the way out.
-func (r *rep) members() ifrit.Runner {
+func (r *rep) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "executor", Runner: r.execRunner},
 		{Name: "presence", Runner: r.presence},

@@ -1,10 +1,12 @@
-package network
+// Package keyedmutex serialises work per key (a container guid) while letting different
+// keys proceed in parallel.
+package keyedmutex
 
 import "sync"
 
-// keyedMutex serialises work per key (a guid) while letting different keys proceed in
+// Mutex serialises work per key (a guid) while letting different keys proceed in
 // parallel. The zero value is ready to use.
-type keyedMutex struct {
+type Mutex struct {
 	mu    sync.Mutex
 	locks map[string]*keyedLock
 }
@@ -14,8 +16,8 @@ type keyedLock struct {
 	refs int
 }
 
-// lock blocks until key is free, takes it, and returns the function that frees it.
-func (k *keyedMutex) lock(key string) (unlock func()) {
+// Lock blocks until key is free, takes it, and returns the function that frees it.
+func (k *Mutex) Lock(key string) (unlock func()) {
 	k.mu.Lock()
 	if k.locks == nil {
 		k.locks = map[string]*keyedLock{}
