@@ -50,10 +50,36 @@ func (t *tailer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.stop:
-			t.copyNew()
+			t.drain(ctx)
 			return
 		case <-tick.C:
 			t.copyNew()
+		}
+	}
+}
+
+// drainSettle is how long the output file must stay unchanged after the process exited
+// before the tailer ends: the shim copies stdout and stderr in separate goroutines, and
+// the second may still be writing when the exit is reported. drainMax bounds the wait.
+const (
+	drainSettle = 50 * time.Millisecond
+	drainMax    = time.Second
+)
+
+// drain copies what is left until the file has stopped growing.
+func (t *tailer) drain(ctx context.Context) {
+	deadline := time.Now().Add(drainMax)
+	t.copyNew()
+	for time.Now().Before(deadline) {
+		before := t.offset
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(drainSettle):
+		}
+		t.copyNew()
+		if t.offset == before {
+			return
 		}
 	}
 }
