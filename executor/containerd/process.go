@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"drover.dev/executor"
@@ -20,10 +21,10 @@ import (
 // errRuntimeClosed ends waits of processes when the runtime closes.
 var errRuntimeClosed = errors.New("containerd runtime closed")
 
-// Exec starts a process in the container. Its output goes to a file under the state dir
-// that the shim appends to (so the process outlives the rep, and never blocks on it); a
-// tailer copies it to spec.Stdout. The shim's file logging interleaves stdout and
-// stderr in that one file, so both reach spec.Stdout and spec.Stderr gets nothing.
+// Exec starts a process in the container. Its stdout and stderr go to two files under
+// the state dir, written by a logger process of the shim (see outputLogger), so the
+// process outlives the rep and never blocks on it; tailers copy them to spec.Stdout and
+// spec.Stderr.
 func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSpec) (executor.Process, error) {
 	ctx = r.nsCtx(ctx)
 	if err := identifiers.Validate(spec.ID); err != nil {
@@ -44,15 +45,17 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 	if err != nil {
 		return nil, err
 	}
-	logPath := r.state.output(guid, spec.ID)
-	if err := createLogFile(logPath); err != nil {
-		return nil, err
+	stdoutPath, stderrPath := r.state.stdout(guid, spec.ID), r.state.stderr(guid, spec.ID)
+	for _, path := range []string{stdoutPath, stderrPath} {
+		if err := createLogFile(path); err != nil {
+			return nil, err
+		}
 	}
 	meta := processMeta{ID: spec.ID, OOMKillsAtStart: r.oomKills(ctx, guid, task)}
 	if err := writeJSON(r.state.processMeta(guid, spec.ID), meta); err != nil {
 		return nil, fmt.Errorf("write process meta: %w", err)
 	}
-	p, err := task.Exec(ctx, spec.ID, processSpec(cspec.Process, spec, user), cio.LogFile(logPath))
+	p, err := task.Exec(ctx, spec.ID, processSpec(cspec.Process, spec, user), outputLogger(stdoutPath, stderrPath))
 	if err != nil {
 		return nil, fmt.Errorf("exec %s in %s: %w", spec.ID, guid, err)
 	}
@@ -66,12 +69,12 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 		_, _ = p.Delete(cctx, containerd.WithProcessKill)
 		return nil, fmt.Errorf("start %s in %s: %w", spec.ID, guid, err)
 	}
-	return r.track(guid, task, p, statusC, meta, spec.Stdout, false), nil
+	return r.track(guid, task, p, statusC, meta, spec.Stdout, spec.Stderr, false), nil
 }
 
 // Reattach finds a process started by an earlier runtime and streams its output from
-// now on (stdout and stderr interleaved, to stdout; see Exec).
-func (r *Runtime) Reattach(ctx context.Context, guid, processID string, stdout, _ io.Writer) (executor.Process, error) {
+// now on.
+func (r *Runtime) Reattach(ctx context.Context, guid, processID string, stdout, stderr io.Writer) (executor.Process, error) {
 	ctx = r.nsCtx(ctx)
 	_, task, err := r.loadTask(ctx, guid)
 	if err != nil {
@@ -89,7 +92,7 @@ func (r *Runtime) Reattach(ctx context.Context, guid, processID string, stdout, 
 	if err != nil {
 		return nil, fmt.Errorf("wait for %s in %s: %w", processID, guid, err)
 	}
-	return r.track(guid, task, p, statusC, meta, stdout, true), nil
+	return r.track(guid, task, p, statusC, meta, stdout, stderr, true), nil
 }
 
 // process is an exec'd process being waited for.
@@ -103,9 +106,10 @@ type process struct {
 
 // track tails the process's logs and waits for its exit in the background.
 func (r *Runtime) track(guid string, task containerd.Task, p containerd.Process, statusC <-chan containerd.ExitStatus,
-	meta processMeta, stdout io.Writer, fromEnd bool) *process {
+	meta processMeta, stdout, stderr io.Writer, fromEnd bool) *process {
 	proc := &process{id: meta.ID, proc: p, done: make(chan struct{})}
-	outT := startTailer(r.ctx, r.state.output(guid, meta.ID), stdout, fromEnd)
+	outT := startTailer(r.ctx, r.state.stdout(guid, meta.ID), stdout, fromEnd)
+	errT := startTailer(r.ctx, r.state.stderr(guid, meta.ID), stderr, fromEnd)
 	go func() {
 		defer close(proc.done)
 		select {
@@ -127,6 +131,7 @@ func (r *Runtime) track(guid string, task containerd.Task, p containerd.Process,
 			cancel()
 		}
 		outT.Stop()
+		errT.Stop()
 	}()
 	return proc
 }
@@ -191,6 +196,22 @@ func closeAll(cs ...io.ReadCloser) {
 		}
 	}
 }
+
+// outputLogger makes the shim hand a process's stdout and stderr to a small logger
+// process of its own (the host's sh with two cats), which appends each stream to its
+// file. The logger belongs to the shim, so the output keeps flowing when the rep is
+// gone; and unlike the shim's file:// mode (one file for both streams, whose copier
+// closes the file when stdout ends and loses stderr's last bytes) the streams stay apart.
+// The shim waits for the logger when the process is deleted, so the files are complete
+// by then. Protocol: fd 3 is stdout, fd 4 stderr, closing fd 5 says ready.
+func outputLogger(stdoutPath, stderrPath string) cio.Creator {
+	script := fmt.Sprintf("/bin/cat <&3 >>%s 4<&- 5>&- &\n/bin/cat <&4 >>%s 3<&- 5>&- &\nexec 3<&- 4<&- 5>&-\nwait\n",
+		shellQuote(stdoutPath), shellQuote(stderrPath))
+	return cio.BinaryIO("/bin/sh", map[string]string{"-c": script})
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // createLogFile creates (empty) the file the shim appends a process's output to.
 func createLogFile(path string) error {

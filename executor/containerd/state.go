@@ -50,8 +50,11 @@ func (d stateDir) process(guid, id string) string {
 func (d stateDir) processMeta(guid, id string) string {
 	return filepath.Join(d.process(guid, id), "meta.json")
 }
-func (d stateDir) output(guid, id string) string {
-	return filepath.Join(d.process(guid, id), "output.log")
+func (d stateDir) stdout(guid, id string) string {
+	return filepath.Join(d.process(guid, id), "stdout.log")
+}
+func (d stateDir) stderr(guid, id string) string {
+	return filepath.Join(d.process(guid, id), "stderr.log")
 }
 
 // writeJSON writes v to path atomically.

@@ -59,8 +59,8 @@ func (t *tailer) run(ctx context.Context) {
 }
 
 // drainSettle is how long the output file must stay unchanged after the process exited
-// before the tailer ends: the shim copies stdout and stderr in separate goroutines, and
-// the second may still be writing when the exit is reported. drainMax bounds the wait.
+// before the tailer ends: when the process is deleted the shim stops its logger, whose
+// copiers may still be writing the last bytes. drainMax bounds the wait.
 const (
 	drainSettle = 50 * time.Millisecond
 	drainMax    = time.Second
