@@ -130,7 +130,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-
 func validTLS(files tlsconfig.Files) error {
 	var errs []error
 	for _, f := range []struct{ name, value string }{
