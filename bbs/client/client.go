@@ -26,6 +26,7 @@ type Client struct {
 	bbsv1.CellServiceClient
 	bbsv1.LockServiceClient
 	bbsv1.EventServiceClient
+	bbsv1.ConvergenceServiceClient
 }
 
 // New connects to the BBS gRPC address. A nil tlsConfig means plaintext (tests only).
@@ -43,14 +44,15 @@ func New(address string, tlsConfig *tls.Config, opts ...grpc.DialOption) (*Clien
 		return nil, fmt.Errorf("bbs client %s: %w", address, err)
 	}
 	return &Client{
-		Conn:                    conn,
-		DesiredLRPServiceClient: bbsv1.NewDesiredLRPServiceClient(conn),
-		ActualLRPServiceClient:  bbsv1.NewActualLRPServiceClient(conn),
-		TaskServiceClient:       bbsv1.NewTaskServiceClient(conn),
-		DomainServiceClient:     bbsv1.NewDomainServiceClient(conn),
-		CellServiceClient:       bbsv1.NewCellServiceClient(conn),
-		LockServiceClient:       bbsv1.NewLockServiceClient(conn),
-		EventServiceClient:      bbsv1.NewEventServiceClient(conn),
+		Conn:                     conn,
+		DesiredLRPServiceClient:  bbsv1.NewDesiredLRPServiceClient(conn),
+		ActualLRPServiceClient:   bbsv1.NewActualLRPServiceClient(conn),
+		TaskServiceClient:        bbsv1.NewTaskServiceClient(conn),
+		DomainServiceClient:      bbsv1.NewDomainServiceClient(conn),
+		CellServiceClient:        bbsv1.NewCellServiceClient(conn),
+		LockServiceClient:        bbsv1.NewLockServiceClient(conn),
+		EventServiceClient:       bbsv1.NewEventServiceClient(conn),
+		ConvergenceServiceClient: bbsv1.NewConvergenceServiceClient(conn),
 	}, nil
 }
 

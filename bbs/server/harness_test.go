@@ -90,14 +90,15 @@ func newHarnessWith(t *testing.T, opts harnessOptions) *harness {
 		grpc.ChainUnaryInterceptor(server.UnaryInterceptor(logger)),
 		grpc.ChainStreamInterceptor(server.StreamInterceptor(logger)))
 	h.client = &client.Client{
-		Conn:                    bbsConn,
-		DesiredLRPServiceClient: bbsv1.NewDesiredLRPServiceClient(bbsConn),
-		ActualLRPServiceClient:  bbsv1.NewActualLRPServiceClient(bbsConn),
-		TaskServiceClient:       bbsv1.NewTaskServiceClient(bbsConn),
-		DomainServiceClient:     bbsv1.NewDomainServiceClient(bbsConn),
-		CellServiceClient:       bbsv1.NewCellServiceClient(bbsConn),
-		LockServiceClient:       bbsv1.NewLockServiceClient(bbsConn),
-		EventServiceClient:      bbsv1.NewEventServiceClient(bbsConn),
+		Conn:                     bbsConn,
+		DesiredLRPServiceClient:  bbsv1.NewDesiredLRPServiceClient(bbsConn),
+		ActualLRPServiceClient:   bbsv1.NewActualLRPServiceClient(bbsConn),
+		TaskServiceClient:        bbsv1.NewTaskServiceClient(bbsConn),
+		DomainServiceClient:      bbsv1.NewDomainServiceClient(bbsConn),
+		CellServiceClient:        bbsv1.NewCellServiceClient(bbsConn),
+		LockServiceClient:        bbsv1.NewLockServiceClient(bbsConn),
+		EventServiceClient:       bbsv1.NewEventServiceClient(bbsConn),
+		ConvergenceServiceClient: bbsv1.NewConvergenceServiceClient(bbsConn),
 	}
 	// Cleanups run last-in first-out: the server's side effects finish before the
 	// hub stops and the database is dropped.

@@ -102,7 +102,7 @@ func New(d Deps) *Server {
 	}
 }
 
-// Register registers the seven drover.bbs.v1 services on r.
+// Register registers the eight drover.bbs.v1 services on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	bbsv1.RegisterDesiredLRPServiceServer(r, &desiredLRPService{Server: s})
 	bbsv1.RegisterActualLRPServiceServer(r, &actualLRPService{Server: s})
@@ -111,6 +111,7 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	bbsv1.RegisterCellServiceServer(r, &cellService{Server: s})
 	bbsv1.RegisterLockServiceServer(r, &lockService{Server: s})
 	bbsv1.RegisterEventServiceServer(r, &eventService{Server: s})
+	bbsv1.RegisterConvergenceServiceServer(r, &convergenceService{Server: s})
 }
 
 // Wait blocks until every side effect started so far has finished (for shutdown and tests).

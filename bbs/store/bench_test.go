@@ -6,6 +6,7 @@ import (
 
 	"drover.dev/bbs/store"
 	"drover.dev/bbs/store/storetest"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -13,7 +14,7 @@ import (
 
 // seedRunningActualLRPs bulk-inserts rows RUNNING rows (1000 per process guid) with net
 // info, internal routes on every 10th row and metric tags on every other row.
-func seedRunningActualLRPs(b *testing.B, url string, rows int) {
+func seedRunningActualLRPs(b testing.TB, url string, rows int) {
 	b.Helper()
 	net, err := proto.Marshal(netInfo("10.0.0.1"))
 	require.NoError(b, err)
@@ -63,4 +64,32 @@ func BenchmarkDesireLRP(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "lrps/s")
 	b.ReportMetric(float64(n*(instances+1))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkSnapshot100k times a whole snapshot of 1000 LRPs × 100 instances, all
+// messages consumed (scheduling infos plus actual LRPs per second in rows/s).
+func BenchmarkSnapshot100k(b *testing.B) {
+	const lrps, instances = 1000, 100
+	s := storetest.NewStore(b)
+	ctx := testContext(b)
+	inParallel(b, lrps, func(i int) error {
+		_, err := s.DesireLRP(ctx, newDesiredLRP(fmt.Sprintf("app-%04d", i), instances))
+		return err
+	})
+
+	rows := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		err := s.Snapshot(ctx, func(m *bbsv1.SnapshotResponse) error {
+			n += len(m.GetSchedulingInfos()) + len(m.GetActualLrps()) + len(m.GetTasks())
+			return nil
+		})
+		if err != nil || n != lrps*(instances+1) {
+			b.Fatalf("snapshot had %d rows: %v", n, err)
+		}
+		rows += n
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }

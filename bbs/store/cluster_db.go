@@ -15,6 +15,12 @@ import (
 // forever is the expiry of a domain upserted with ttl 0.
 const forever = math.MaxInt64
 
+// freshDomainsSQL and liveCellsSQL select what has not expired at $1 (Unix nanoseconds).
+const (
+	freshDomainsSQL = `SELECT domain FROM domains WHERE expire_time > $1 ORDER BY domain`
+	liveCellsSQL    = `SELECT presence FROM cells WHERE expires_at > $1 ORDER BY cell_id`
+)
+
 // expiry is now+ttl in Unix nanoseconds, saturating instead of overflowing.
 func expiry(now time.Time, ttl time.Duration) int64 {
 	n := now.UnixNano()
@@ -45,10 +51,7 @@ ON CONFLICT (domain) DO UPDATE SET expire_time = EXCLUDED.expire_time`, domain, 
 
 // ListFreshDomains returns the unexpired domains, sorted.
 func (p *Postgres) ListFreshDomains(ctx context.Context) ([]string, error) {
-	domains, err := queryAll(ctx, p.pool, func(r pgx.Row) (string, error) {
-		var d string
-		return d, r.Scan(&d)
-	}, `SELECT domain FROM domains WHERE expire_time > $1 ORDER BY domain`, p.now().UnixNano())
+	domains, err := queryAll(ctx, p.pool, scanDomain, freshDomainsSQL, p.now().UnixNano())
 	return domains, p.readError("list-fresh-domains", err)
 }
 
@@ -94,9 +97,13 @@ func (p *Postgres) GetCell(ctx context.Context, cellID string) (*modelsv1.CellPr
 
 // ListLiveCells returns the unexpired cells ordered by cell id.
 func (p *Postgres) ListLiveCells(ctx context.Context) ([]*modelsv1.CellPresence, error) {
-	cells, err := queryAll(ctx, p.pool, scanCell,
-		`SELECT presence FROM cells WHERE expires_at > $1 ORDER BY cell_id`, p.now().UnixNano())
+	cells, err := queryAll(ctx, p.pool, scanCell, liveCellsSQL, p.now().UnixNano())
 	return cells, p.readError("list-live-cells", err)
+}
+
+func scanDomain(row pgx.Row) (string, error) {
+	var d string
+	return d, row.Scan(&d)
 }
 
 func scanCell(row pgx.Row) (*modelsv1.CellPresence, error) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"time"
 
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -78,6 +79,7 @@ type DB interface {
 	CellDB
 	LockDB
 	EventDB
+	ConvergenceDB
 }
 
 // DesiredLRPDB stores DesiredLRPs. Desire, update and remove create and delete the
@@ -162,4 +164,15 @@ type EventDB interface {
 	WaitForEvents(ctx context.Context, notify func(latest uint64)) error
 	// PruneEvents deletes events older than the given age, keeping at least keep events.
 	PruneEvents(ctx context.Context, olderThan time.Duration, keep int) (int64, error)
+}
+
+// ConvergenceDB reads everything the converger decides on.
+type ConvergenceDB interface {
+	// Snapshot reads, in one REPEATABLE READ, READ ONLY transaction, the fresh domains,
+	// live cells, scheduling infos, actual LRPs and tasks (definitions reduced to the
+	// completion callback URL) and hands them to emit: first one message with taken_at,
+	// domains and cells, then batches of at most SnapshotBatchSize rows. Rows are
+	// streamed, never all held at once. An error from emit ends the snapshot and is
+	// returned unchanged.
+	Snapshot(ctx context.Context, emit func(*bbsv1.SnapshotResponse) error) error
 }

@@ -25,17 +25,27 @@ const CancelledReason = "task was cancelled"
 const taskColumns = `guid, domain, state, cell_id, result, failed, failure_reason,
     rejection_count, rejection_reason, created_at, updated_at, first_completed_at, task_definition`
 
-// scanTask reads taskColumns and decrypts the definition.
-func (p *Postgres) scanTask(row pgx.Row) (*modelsv1.Task, error) {
+// scanTaskRow reads taskColumns into a task without its definition and returns the
+// still encrypted definition.
+func scanTaskRow(row pgx.Row) (*modelsv1.Task, []byte, error) {
 	t := &modelsv1.Task{}
 	var state int16
 	var def []byte
 	if err := row.Scan(&t.TaskGuid, &t.Domain, &state, &t.CellId, &t.Result, &t.Failed,
 		&t.FailureReason, &t.RejectionCount, &t.RejectionReason, &t.CreatedAt, &t.UpdatedAt,
 		&t.FirstCompletedAt, &def); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t.State = modelsv1.TaskState(state)
+	return t, def, nil
+}
+
+// scanTask reads taskColumns and decrypts the definition.
+func (p *Postgres) scanTask(row pgx.Row) (*modelsv1.Task, error) {
+	t, def, err := scanTaskRow(row)
+	if err != nil {
+		return nil, err
+	}
 	plain, err := p.crypt.Decrypt(def)
 	if err != nil {
 		return nil, fmt.Errorf("definition of task %q: %w", t.TaskGuid, err)

@@ -347,6 +347,16 @@ func TestRuntimeEvents(t *testing.T) {
 		return c.State == executor.StateCompleted
 	}, 5*time.Second, 5*time.Millisecond)
 	assert.Contains(t, c.RunResult.FailureReason, "Exited with status 137")
+
+	// When the memory limit takes the whole container (its init too), the vanished
+	// container is reported as out of memory as well.
+	startContainer(t, e, "oom-init", runInfo(run("sleep")))
+	waitState(t, e, "oom-init", executor.StateRunning)
+	// Runtime events are delivered in order: the OOM notice is handled before the vanish.
+	rt.Emit(executor.RuntimeEvent{Guid: "oom-init", Kind: executor.RuntimeOOM})
+	rt.Kill("oom-init")
+	c = waitState(t, e, "oom-init", executor.StateCompleted)
+	assert.Contains(t, c.RunResult.FailureReason, "out of memory")
 }
 
 func TestAdoptionAfterRestart(t *testing.T) {

@@ -180,6 +180,10 @@ func (e *Executor) handleRuntimeEvent(ev executor.RuntimeEvent) {
 		}
 		e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: reason})
 	case executor.RuntimeVanished:
-		e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: ReasonMissing})
+		reason := ReasonMissing
+		if n.oom.Load() {
+			reason += " (out of memory)"
+		}
+		e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: reason})
 	}
 }

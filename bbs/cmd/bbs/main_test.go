@@ -30,6 +30,7 @@ var bbsServices = []string{
 	bbsv1.CellService_ServiceDesc.ServiceName,
 	bbsv1.LockService_ServiceDesc.ServiceName,
 	bbsv1.EventService_ServiceDesc.ServiceName,
+	bbsv1.ConvergenceService_ServiceDesc.ServiceName,
 }
 
 // startupTimeout allows for migrations on a busy 2-core machine.

@@ -1,0 +1,25 @@
+module drover.dev/converger
+
+go 1.26.0
+
+require (
+	drover.dev/bbs v0.0.0
+	drover.dev/proto v0.0.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/net v0.61.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
+	google.golang.org/grpc v1.85.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+replace (
+	drover.dev/bbs => ../bbs
+	drover.dev/lib => ../lib
+	drover.dev/proto => ../proto
+)
