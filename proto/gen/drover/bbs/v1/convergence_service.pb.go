@@ -148,11 +148,513 @@ func (x *SnapshotResponse) GetTasks() []*v1.Task {
 	return nil
 }
 
+// LRPRowCondition names the ActualLRP row an action was decided on, as the snapshot
+// showed it; the action applies only while the row still matches.
+type LRPRowCondition struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Key             *v1.ActualLRPKey       `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Presence        v1.ActualLRPPresence   `protobuf:"varint,2,opt,name=presence,proto3,enum=drover.models.v1.ActualLRPPresence" json:"presence,omitempty"`
+	State           v1.ActualLRPState      `protobuf:"varint,3,opt,name=state,proto3,enum=drover.models.v1.ActualLRPState" json:"state,omitempty"`
+	ModificationTag *v1.ModificationTag    `protobuf:"bytes,4,opt,name=modification_tag,json=modificationTag,proto3" json:"modification_tag,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *LRPRowCondition) Reset() {
+	*x = LRPRowCondition{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LRPRowCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LRPRowCondition) ProtoMessage() {}
+
+func (x *LRPRowCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LRPRowCondition.ProtoReflect.Descriptor instead.
+func (*LRPRowCondition) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LRPRowCondition) GetKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *LRPRowCondition) GetPresence() v1.ActualLRPPresence {
+	if x != nil {
+		return x.Presence
+	}
+	return v1.ActualLRPPresence(0)
+}
+
+func (x *LRPRowCondition) GetState() v1.ActualLRPState {
+	if x != nil {
+		return x.State
+	}
+	return v1.ActualLRPState(0)
+}
+
+func (x *LRPRowCondition) GetModificationTag() *v1.ModificationTag {
+	if x != nil {
+		return x.ModificationTag
+	}
+	return nil
+}
+
+// CreateMissingLRPAction creates an UNCLAIMED ORDINARY row for a missing index, while the
+// DesiredLRP still has the modification tag it was decided on and the index is still
+// missing and below its instance count.
+type CreateMissingLRPAction struct {
+	state                  protoimpl.MessageState `protogen:"open.v1"`
+	Key                    *v1.ActualLRPKey       `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	DesiredModificationTag *v1.ModificationTag    `protobuf:"bytes,2,opt,name=desired_modification_tag,json=desiredModificationTag,proto3" json:"desired_modification_tag,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *CreateMissingLRPAction) Reset() {
+	*x = CreateMissingLRPAction{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateMissingLRPAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateMissingLRPAction) ProtoMessage() {}
+
+func (x *CreateMissingLRPAction) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateMissingLRPAction.ProtoReflect.Descriptor instead.
+func (*CreateMissingLRPAction) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateMissingLRPAction) GetKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *CreateMissingLRPAction) GetDesiredModificationTag() *v1.ModificationTag {
+	if x != nil {
+		return x.DesiredModificationTag
+	}
+	return nil
+}
+
+// PromoteSuspectLRPAction turns a SUSPECT row back into the ORDINARY one (its cell
+// returned) and removes the ORDINARY replacement, when there is one.
+type PromoteSuspectLRPAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Suspect       *LRPRowCondition       `protobuf:"bytes,1,opt,name=suspect,proto3" json:"suspect,omitempty"`
+	Replacement   *LRPRowCondition       `protobuf:"bytes,2,opt,name=replacement,proto3" json:"replacement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteSuspectLRPAction) Reset() {
+	*x = PromoteSuspectLRPAction{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteSuspectLRPAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteSuspectLRPAction) ProtoMessage() {}
+
+func (x *PromoteSuspectLRPAction) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteSuspectLRPAction.ProtoReflect.Descriptor instead.
+func (*PromoteSuspectLRPAction) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PromoteSuspectLRPAction) GetSuspect() *LRPRowCondition {
+	if x != nil {
+		return x.Suspect
+	}
+	return nil
+}
+
+func (x *PromoteSuspectLRPAction) GetReplacement() *LRPRowCondition {
+	if x != nil {
+		return x.Replacement
+	}
+	return nil
+}
+
+// LRPAction is one corrective action of a convergence plan.
+type LRPAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the converger decided it (logged by the BBS with the outcome).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*LRPAction_CreateMissing
+	//	*LRPAction_Unclaim
+	//	*LRPAction_MarkSuspect
+	//	*LRPAction_UnclaimReplacement
+	//	*LRPAction_Remove
+	//	*LRPAction_PromoteSuspect
+	//	*LRPAction_Retire
+	Action        isLRPAction_Action `protobuf_oneof:"action"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LRPAction) Reset() {
+	*x = LRPAction{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LRPAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LRPAction) ProtoMessage() {}
+
+func (x *LRPAction) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LRPAction.ProtoReflect.Descriptor instead.
+func (*LRPAction) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LRPAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LRPAction) GetAction() isLRPAction_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *LRPAction) GetCreateMissing() *CreateMissingLRPAction {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_CreateMissing); ok {
+			return x.CreateMissing
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetUnclaim() *LRPRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_Unclaim); ok {
+			return x.Unclaim
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetMarkSuspect() *LRPRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_MarkSuspect); ok {
+			return x.MarkSuspect
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetUnclaimReplacement() *LRPRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_UnclaimReplacement); ok {
+			return x.UnclaimReplacement
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetRemove() *LRPRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_Remove); ok {
+			return x.Remove
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetPromoteSuspect() *PromoteSuspectLRPAction {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_PromoteSuspect); ok {
+			return x.PromoteSuspect
+		}
+	}
+	return nil
+}
+
+func (x *LRPAction) GetRetire() *LRPRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*LRPAction_Retire); ok {
+			return x.Retire
+		}
+	}
+	return nil
+}
+
+type isLRPAction_Action interface {
+	isLRPAction_Action()
+}
+
+type LRPAction_CreateMissing struct {
+	CreateMissing *CreateMissingLRPAction `protobuf:"bytes,10,opt,name=create_missing,json=createMissing,proto3,oneof"`
+}
+
+type LRPAction_Unclaim struct {
+	// UNCLAIMED (stale) or CRASHED (restart due) → UNCLAIMED, to be auctioned again.
+	Unclaim *LRPRowCondition `protobuf:"bytes,11,opt,name=unclaim,proto3,oneof"`
+}
+
+type LRPAction_MarkSuspect struct {
+	// CLAIMED/RUNNING ORDINARY on a vanished cell → SUSPECT, plus a new ORDINARY
+	// UNCLAIMED replacement in the same transaction.
+	MarkSuspect *LRPRowCondition `protobuf:"bytes,12,opt,name=mark_suspect,json=markSuspect,proto3,oneof"`
+}
+
+type LRPAction_UnclaimReplacement struct {
+	// The ORDINARY replacement of a suspect lost its cell too → UNCLAIMED.
+	UnclaimReplacement *LRPRowCondition `protobuf:"bytes,13,opt,name=unclaim_replacement,json=unclaimReplacement,proto3,oneof"`
+}
+
+type LRPAction_Remove struct {
+	// Delete a SUSPECT (replacement running, or no DesiredLRP) or EVACUATING row.
+	Remove *LRPRowCondition `protobuf:"bytes,14,opt,name=remove,proto3,oneof"`
+}
+
+type LRPAction_PromoteSuspect struct {
+	PromoteSuspect *PromoteSuspectLRPAction `protobuf:"bytes,15,opt,name=promote_suspect,json=promoteSuspect,proto3,oneof"`
+}
+
+type LRPAction_Retire struct {
+	// Retire an extra or orphaned ORDINARY row: delete it if unplaced, else ask its rep
+	// to stop it (as RetireActualLRP does).
+	Retire *LRPRowCondition `protobuf:"bytes,16,opt,name=retire,proto3,oneof"`
+}
+
+func (*LRPAction_CreateMissing) isLRPAction_Action() {}
+
+func (*LRPAction_Unclaim) isLRPAction_Action() {}
+
+func (*LRPAction_MarkSuspect) isLRPAction_Action() {}
+
+func (*LRPAction_UnclaimReplacement) isLRPAction_Action() {}
+
+func (*LRPAction_Remove) isLRPAction_Action() {}
+
+func (*LRPAction_PromoteSuspect) isLRPAction_Action() {}
+
+func (*LRPAction_Retire) isLRPAction_Action() {}
+
+// ApplyLRPActionsRequest carries the LRP part of one plan.
+type ApplyLRPActionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Actions       []*LRPAction           `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyLRPActionsRequest) Reset() {
+	*x = ApplyLRPActionsRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyLRPActionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyLRPActionsRequest) ProtoMessage() {}
+
+func (x *ApplyLRPActionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyLRPActionsRequest.ProtoReflect.Descriptor instead.
+func (*ApplyLRPActionsRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApplyLRPActionsRequest) GetActions() []*LRPAction {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+// LRPActionResult says what became of one action, in request order.
+type LRPActionResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Applied bool                   `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// Set when the action was refused: why (e.g. the row's modification tag moved on).
+	RefusedReason string `protobuf:"bytes,2,opt,name=refused_reason,json=refusedReason,proto3" json:"refused_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LRPActionResult) Reset() {
+	*x = LRPActionResult{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LRPActionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LRPActionResult) ProtoMessage() {}
+
+func (x *LRPActionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LRPActionResult.ProtoReflect.Descriptor instead.
+func (*LRPActionResult) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LRPActionResult) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *LRPActionResult) GetRefusedReason() string {
+	if x != nil {
+		return x.RefusedReason
+	}
+	return ""
+}
+
+// ApplyLRPActionsResponse has one result per action.
+type ApplyLRPActionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*LRPActionResult     `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyLRPActionsResponse) Reset() {
+	*x = ApplyLRPActionsResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyLRPActionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyLRPActionsResponse) ProtoMessage() {}
+
+func (x *ApplyLRPActionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyLRPActionsResponse.ProtoReflect.Descriptor instead.
+func (*ApplyLRPActionsResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ApplyLRPActionsResponse) GetResults() []*LRPActionResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_drover_bbs_v1_convergence_service_proto protoreflect.FileDescriptor
 
 const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\n" +
-	"'drover/bbs/v1/convergence_service.proto\x12\rdrover.bbs.v1\x1a!drover/models/v1/actual_lrp.proto\x1a\x1bdrover/models/v1/cell.proto\x1a\"drover/models/v1/desired_lrp.proto\x1a\x1bdrover/models/v1/task.proto\"\x11\n" +
+	"'drover/bbs/v1/convergence_service.proto\x12\rdrover.bbs.v1\x1a!drover/models/v1/actual_lrp.proto\x1a\x1bdrover/models/v1/cell.proto\x1a\x1ddrover/models/v1/common.proto\x1a\"drover/models/v1/desired_lrp.proto\x1a\x1bdrover/models/v1/task.proto\"\x11\n" +
 	"\x0fSnapshotRequest\"\xcb\x02\n" +
 	"\x10SnapshotResponse\x12\x19\n" +
 	"\btaken_at\x18\x01 \x01(\x03R\atakenAt\x12#\n" +
@@ -161,9 +663,39 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\x10scheduling_infos\x18\x04 \x03(\v2*.drover.models.v1.DesiredLRPSchedulingInfoR\x0fschedulingInfos\x12<\n" +
 	"\vactual_lrps\x18\x05 \x03(\v2\x1b.drover.models.v1.ActualLRPR\n" +
 	"actualLrps\x12,\n" +
-	"\x05tasks\x18\x06 \x03(\v2\x16.drover.models.v1.TaskR\x05tasks2c\n" +
+	"\x05tasks\x18\x06 \x03(\v2\x16.drover.models.v1.TaskR\x05tasks\"\x8a\x02\n" +
+	"\x0fLRPRowCondition\x120\n" +
+	"\x03key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\x03key\x12?\n" +
+	"\bpresence\x18\x02 \x01(\x0e2#.drover.models.v1.ActualLRPPresenceR\bpresence\x126\n" +
+	"\x05state\x18\x03 \x01(\x0e2 .drover.models.v1.ActualLRPStateR\x05state\x12L\n" +
+	"\x10modification_tag\x18\x04 \x01(\v2!.drover.models.v1.ModificationTagR\x0fmodificationTag\"\xa7\x01\n" +
+	"\x16CreateMissingLRPAction\x120\n" +
+	"\x03key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\x03key\x12[\n" +
+	"\x18desired_modification_tag\x18\x02 \x01(\v2!.drover.models.v1.ModificationTagR\x16desiredModificationTag\"\x95\x01\n" +
+	"\x17PromoteSuspectLRPAction\x128\n" +
+	"\asuspect\x18\x01 \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionR\asuspect\x12@\n" +
+	"\vreplacement\x18\x02 \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionR\vreplacement\"\x98\x04\n" +
+	"\tLRPAction\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12N\n" +
+	"\x0ecreate_missing\x18\n" +
+	" \x01(\v2%.drover.bbs.v1.CreateMissingLRPActionH\x00R\rcreateMissing\x12:\n" +
+	"\aunclaim\x18\v \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\aunclaim\x12C\n" +
+	"\fmark_suspect\x18\f \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\vmarkSuspect\x12Q\n" +
+	"\x13unclaim_replacement\x18\r \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\x12unclaimReplacement\x128\n" +
+	"\x06remove\x18\x0e \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\x06remove\x12Q\n" +
+	"\x0fpromote_suspect\x18\x0f \x01(\v2&.drover.bbs.v1.PromoteSuspectLRPActionH\x00R\x0epromoteSuspect\x128\n" +
+	"\x06retire\x18\x10 \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\x06retireB\b\n" +
+	"\x06action\"L\n" +
+	"\x16ApplyLRPActionsRequest\x122\n" +
+	"\aactions\x18\x01 \x03(\v2\x18.drover.bbs.v1.LRPActionR\aactions\"R\n" +
+	"\x0fLRPActionResult\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12%\n" +
+	"\x0erefused_reason\x18\x02 \x01(\tR\rrefusedReason\"S\n" +
+	"\x17ApplyLRPActionsResponse\x128\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.drover.bbs.v1.LRPActionResultR\aresults2\xc5\x01\n" +
 	"\x12ConvergenceService\x12M\n" +
-	"\bSnapshot\x12\x1e.drover.bbs.v1.SnapshotRequest\x1a\x1f.drover.bbs.v1.SnapshotResponse0\x01B\xac\x01\n" +
+	"\bSnapshot\x12\x1e.drover.bbs.v1.SnapshotRequest\x1a\x1f.drover.bbs.v1.SnapshotResponse0\x01\x12`\n" +
+	"\x0fApplyLRPActions\x12%.drover.bbs.v1.ApplyLRPActionsRequest\x1a&.drover.bbs.v1.ApplyLRPActionsResponseB\xac\x01\n" +
 	"\x11com.drover.bbs.v1B\x17ConvergenceServiceProtoP\x01Z(drover.dev/proto/gen/drover/bbs/v1;bbsv1\xa2\x02\x03DBX\xaa\x02\rDrover.Bbs.V1\xca\x02\rDrover\\Bbs\\V1\xe2\x02\x19Drover\\Bbs\\V1\\GPBMetadata\xea\x02\x0fDrover::Bbs::V1b\x06proto3"
 
 var (
@@ -178,27 +710,57 @@ func file_drover_bbs_v1_convergence_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_convergence_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_drover_bbs_v1_convergence_service_proto_goTypes = []any{
 	(*SnapshotRequest)(nil),             // 0: drover.bbs.v1.SnapshotRequest
 	(*SnapshotResponse)(nil),            // 1: drover.bbs.v1.SnapshotResponse
-	(*v1.CellPresence)(nil),             // 2: drover.models.v1.CellPresence
-	(*v1.DesiredLRPSchedulingInfo)(nil), // 3: drover.models.v1.DesiredLRPSchedulingInfo
-	(*v1.ActualLRP)(nil),                // 4: drover.models.v1.ActualLRP
-	(*v1.Task)(nil),                     // 5: drover.models.v1.Task
+	(*LRPRowCondition)(nil),             // 2: drover.bbs.v1.LRPRowCondition
+	(*CreateMissingLRPAction)(nil),      // 3: drover.bbs.v1.CreateMissingLRPAction
+	(*PromoteSuspectLRPAction)(nil),     // 4: drover.bbs.v1.PromoteSuspectLRPAction
+	(*LRPAction)(nil),                   // 5: drover.bbs.v1.LRPAction
+	(*ApplyLRPActionsRequest)(nil),      // 6: drover.bbs.v1.ApplyLRPActionsRequest
+	(*LRPActionResult)(nil),             // 7: drover.bbs.v1.LRPActionResult
+	(*ApplyLRPActionsResponse)(nil),     // 8: drover.bbs.v1.ApplyLRPActionsResponse
+	(*v1.CellPresence)(nil),             // 9: drover.models.v1.CellPresence
+	(*v1.DesiredLRPSchedulingInfo)(nil), // 10: drover.models.v1.DesiredLRPSchedulingInfo
+	(*v1.ActualLRP)(nil),                // 11: drover.models.v1.ActualLRP
+	(*v1.Task)(nil),                     // 12: drover.models.v1.Task
+	(*v1.ActualLRPKey)(nil),             // 13: drover.models.v1.ActualLRPKey
+	(v1.ActualLRPPresence)(0),           // 14: drover.models.v1.ActualLRPPresence
+	(v1.ActualLRPState)(0),              // 15: drover.models.v1.ActualLRPState
+	(*v1.ModificationTag)(nil),          // 16: drover.models.v1.ModificationTag
 }
 var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
-	2, // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
-	3, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
-	4, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
-	5, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
-	0, // 4: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
-	1, // 5: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	9,  // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
+	10, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
+	11, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
+	12, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
+	13, // 4: drover.bbs.v1.LRPRowCondition.key:type_name -> drover.models.v1.ActualLRPKey
+	14, // 5: drover.bbs.v1.LRPRowCondition.presence:type_name -> drover.models.v1.ActualLRPPresence
+	15, // 6: drover.bbs.v1.LRPRowCondition.state:type_name -> drover.models.v1.ActualLRPState
+	16, // 7: drover.bbs.v1.LRPRowCondition.modification_tag:type_name -> drover.models.v1.ModificationTag
+	13, // 8: drover.bbs.v1.CreateMissingLRPAction.key:type_name -> drover.models.v1.ActualLRPKey
+	16, // 9: drover.bbs.v1.CreateMissingLRPAction.desired_modification_tag:type_name -> drover.models.v1.ModificationTag
+	2,  // 10: drover.bbs.v1.PromoteSuspectLRPAction.suspect:type_name -> drover.bbs.v1.LRPRowCondition
+	2,  // 11: drover.bbs.v1.PromoteSuspectLRPAction.replacement:type_name -> drover.bbs.v1.LRPRowCondition
+	3,  // 12: drover.bbs.v1.LRPAction.create_missing:type_name -> drover.bbs.v1.CreateMissingLRPAction
+	2,  // 13: drover.bbs.v1.LRPAction.unclaim:type_name -> drover.bbs.v1.LRPRowCondition
+	2,  // 14: drover.bbs.v1.LRPAction.mark_suspect:type_name -> drover.bbs.v1.LRPRowCondition
+	2,  // 15: drover.bbs.v1.LRPAction.unclaim_replacement:type_name -> drover.bbs.v1.LRPRowCondition
+	2,  // 16: drover.bbs.v1.LRPAction.remove:type_name -> drover.bbs.v1.LRPRowCondition
+	4,  // 17: drover.bbs.v1.LRPAction.promote_suspect:type_name -> drover.bbs.v1.PromoteSuspectLRPAction
+	2,  // 18: drover.bbs.v1.LRPAction.retire:type_name -> drover.bbs.v1.LRPRowCondition
+	5,  // 19: drover.bbs.v1.ApplyLRPActionsRequest.actions:type_name -> drover.bbs.v1.LRPAction
+	7,  // 20: drover.bbs.v1.ApplyLRPActionsResponse.results:type_name -> drover.bbs.v1.LRPActionResult
+	0,  // 21: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
+	6,  // 22: drover.bbs.v1.ConvergenceService.ApplyLRPActions:input_type -> drover.bbs.v1.ApplyLRPActionsRequest
+	1,  // 23: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
+	8,  // 24: drover.bbs.v1.ConvergenceService.ApplyLRPActions:output_type -> drover.bbs.v1.ApplyLRPActionsResponse
+	23, // [23:25] is the sub-list for method output_type
+	21, // [21:23] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_drover_bbs_v1_convergence_service_proto_init() }
@@ -206,13 +768,22 @@ func file_drover_bbs_v1_convergence_service_proto_init() {
 	if File_drover_bbs_v1_convergence_service_proto != nil {
 		return
 	}
+	file_drover_bbs_v1_convergence_service_proto_msgTypes[5].OneofWrappers = []any{
+		(*LRPAction_CreateMissing)(nil),
+		(*LRPAction_Unclaim)(nil),
+		(*LRPAction_MarkSuspect)(nil),
+		(*LRPAction_UnclaimReplacement)(nil),
+		(*LRPAction_Remove)(nil),
+		(*LRPAction_PromoteSuspect)(nil),
+		(*LRPAction_Retire)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_convergence_service_proto_rawDesc), len(file_drover_bbs_v1_convergence_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

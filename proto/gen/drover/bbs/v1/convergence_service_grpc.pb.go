@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConvergenceService_Snapshot_FullMethodName = "/drover.bbs.v1.ConvergenceService/Snapshot"
+	ConvergenceService_Snapshot_FullMethodName        = "/drover.bbs.v1.ConvergenceService/Snapshot"
+	ConvergenceService_ApplyLRPActions_FullMethodName = "/drover.bbs.v1.ConvergenceService/ApplyLRPActions"
 )
 
 // ConvergenceServiceClient is the client API for ConvergenceService service.
@@ -33,6 +34,11 @@ type ConvergenceServiceClient interface {
 	// and the live cells; later messages carry scheduling infos, actual LRPs and tasks in
 	// batches. A snapshot never mixes rows of two moments.
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotResponse], error)
+	// ApplyLRPActions applies corrective actions decided on a snapshot, each in its own
+	// transaction and only while its row still matches the condition it carries; an
+	// action whose row moved on is refused (and reported) without changing anything.
+	// Created, unclaimed and suspected instances are auctioned by the BBS.
+	ApplyLRPActions(ctx context.Context, in *ApplyLRPActionsRequest, opts ...grpc.CallOption) (*ApplyLRPActionsResponse, error)
 }
 
 type convergenceServiceClient struct {
@@ -62,6 +68,16 @@ func (c *convergenceServiceClient) Snapshot(ctx context.Context, in *SnapshotReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConvergenceService_SnapshotClient = grpc.ServerStreamingClient[SnapshotResponse]
 
+func (c *convergenceServiceClient) ApplyLRPActions(ctx context.Context, in *ApplyLRPActionsRequest, opts ...grpc.CallOption) (*ApplyLRPActionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApplyLRPActionsResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_ApplyLRPActions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConvergenceServiceServer is the server API for ConvergenceService service.
 // All implementations must embed UnimplementedConvergenceServiceServer
 // for forward compatibility.
@@ -73,6 +89,11 @@ type ConvergenceServiceServer interface {
 	// and the live cells; later messages carry scheduling infos, actual LRPs and tasks in
 	// batches. A snapshot never mixes rows of two moments.
 	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotResponse]) error
+	// ApplyLRPActions applies corrective actions decided on a snapshot, each in its own
+	// transaction and only while its row still matches the condition it carries; an
+	// action whose row moved on is refused (and reported) without changing anything.
+	// Created, unclaimed and suspected instances are auctioned by the BBS.
+	ApplyLRPActions(context.Context, *ApplyLRPActionsRequest) (*ApplyLRPActionsResponse, error)
 	mustEmbedUnimplementedConvergenceServiceServer()
 }
 
@@ -85,6 +106,9 @@ type UnimplementedConvergenceServiceServer struct{}
 
 func (UnimplementedConvergenceServiceServer) Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotResponse]) error {
 	return status.Error(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedConvergenceServiceServer) ApplyLRPActions(context.Context, *ApplyLRPActionsRequest) (*ApplyLRPActionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApplyLRPActions not implemented")
 }
 func (UnimplementedConvergenceServiceServer) mustEmbedUnimplementedConvergenceServiceServer() {}
 func (UnimplementedConvergenceServiceServer) testEmbeddedByValue()                            {}
@@ -118,13 +142,36 @@ func _ConvergenceService_Snapshot_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConvergenceService_SnapshotServer = grpc.ServerStreamingServer[SnapshotResponse]
 
+func _ConvergenceService_ApplyLRPActions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyLRPActionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).ApplyLRPActions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_ApplyLRPActions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).ApplyLRPActions(ctx, req.(*ApplyLRPActionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConvergenceService_ServiceDesc is the grpc.ServiceDesc for ConvergenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var ConvergenceService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "drover.bbs.v1.ConvergenceService",
 	HandlerType: (*ConvergenceServiceServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ApplyLRPActions",
+			Handler:    _ConvergenceService_ApplyLRPActions_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Snapshot",
