@@ -45,27 +45,28 @@ func (s *Server) auctionRestart(processGuid string, index int32) {
 	})
 }
 
-// requestLRPAuction sends one LRP start request to the auctioneer in the background.
-func (s *Server) requestLRPAuction(req *modelsv1.LRPStartRequest) {
-	if s.auctioneer == nil {
+// requestLRPAuction sends LRP start requests to the auctioneer in one call, in the
+// background.
+func (s *Server) requestLRPAuction(reqs ...*modelsv1.LRPStartRequest) {
+	if s.auctioneer == nil || len(reqs) == 0 {
 		return
 	}
 	s.goBackground(s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
-		s.sendLRPAuction(ctx, req)
+		s.sendLRPAuction(ctx, reqs...)
 	})
 }
 
-func (s *Server) sendLRPAuction(ctx context.Context, req *modelsv1.LRPStartRequest) {
-	_, err := s.auctioneer.RequestLRPAuctions(ctx, &auctioneerv1.RequestLRPAuctionsRequest{
-		Requests: []*modelsv1.LRPStartRequest{req},
-	})
-	if err != nil {
-		s.logger.Error("failed-to-request-lrp-auction", "process-guid", req.GetProcessGuid(), "indices", req.GetIndices(), "error", err)
-		return
+func (s *Server) sendLRPAuction(ctx context.Context, reqs ...*modelsv1.LRPStartRequest) {
+	_, err := s.auctioneer.RequestLRPAuctions(ctx, &auctioneerv1.RequestLRPAuctionsRequest{Requests: reqs})
+	for _, req := range reqs {
+		if err != nil {
+			s.logger.Error("failed-to-request-lrp-auction", "process-guid", req.GetProcessGuid(), "indices", req.GetIndices(), "error", err)
+			continue
+		}
+		s.logger.Debug("requested-lrp-auction", "process-guid", req.GetProcessGuid(), "indices", req.GetIndices())
 	}
-	s.logger.Debug("requested-lrp-auction", "process-guid", req.GetProcessGuid(), "indices", req.GetIndices())
 }
 
 // auctionTask asks the auctioneer to place a PENDING task.

@@ -175,4 +175,7 @@ type ConvergenceDB interface {
 	// streamed, never all held at once. An error from emit ends the snapshot and is
 	// returned unchanged.
 	Snapshot(ctx context.Context, emit func(*bbsv1.SnapshotResponse) error) error
+	// ApplyLRPAction applies one convergence action in one transaction while its rows
+	// still match its condition; otherwise it changes nothing and says why in Refused.
+	ApplyLRPAction(ctx context.Context, action *bbsv1.LRPAction) (*LRPActionOutcome, error)
 }
