@@ -58,12 +58,7 @@ func (f Files) Server() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		ClientCAs:    pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-	}, nil
+	return serverConfig(pool, cert), nil
 }
 
 // Client returns a configuration that presents the certificate and verifies the server.
@@ -72,9 +67,32 @@ func (f Files) Client() (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return clientConfig(pool, cert), nil
+}
+
+// ServerAndClient reads the files once and returns both configurations: a process
+// serves with its certificate and presents the same one to the services it calls.
+func (f Files) ServerAndClient() (server, client *tls.Config, err error) {
+	pool, cert, err := f.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	return serverConfig(pool, cert), clientConfig(pool, cert), nil
+}
+
+func serverConfig(pool *x509.CertPool, cert tls.Certificate) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}
+}
+
+func clientConfig(pool *x509.CertPool, cert tls.Certificate) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
 		RootCAs:      pool,
-	}, nil
+	}
 }

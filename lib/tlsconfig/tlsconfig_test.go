@@ -33,6 +33,16 @@ func TestServerAndClientConfigs(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, client.RootCAs)
 	require.Len(t, client.Certificates, 1)
+
+	both, bothClient, err := files.ServerAndClient()
+	require.NoError(t, err)
+	require.Equal(t, tls.RequireAndVerifyClientCert, both.ClientAuth)
+	require.Equal(t, uint16(tls.VersionTLS13), both.MinVersion)
+	require.True(t, server.ClientCAs.Equal(both.ClientCAs))
+	require.Equal(t, server.Certificates[0].Certificate, both.Certificates[0].Certificate)
+	require.True(t, client.RootCAs.Equal(bothClient.RootCAs))
+	require.Equal(t, uint16(tls.VersionTLS13), bothClient.MinVersion)
+	require.Equal(t, client.Certificates[0].Certificate, bothClient.Certificates[0].Certificate)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -59,6 +69,8 @@ func TestLoadErrors(t *testing.T) {
 			_, err := tt.files.Server()
 			require.ErrorContains(t, err, tt.want)
 			_, err = tt.files.Client()
+			require.ErrorContains(t, err, tt.want)
+			_, _, err = tt.files.ServerAndClient()
 			require.ErrorContains(t, err, tt.want)
 		})
 	}

@@ -49,10 +49,7 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 	var serverTLS, clientTLS *tls.Config
 	if cfg.TLS.Enabled() {
 		var err error
-		if serverTLS, err = cfg.TLS.Server(); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		if clientTLS, err = cfg.TLS.Client(); err != nil {
+		if serverTLS, clientTLS, err = cfg.TLS.ServerAndClient(); err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}

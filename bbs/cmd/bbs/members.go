@@ -61,11 +61,7 @@ type bbs struct {
 
 // newBBS loads the certificates and prepares what every member shares.
 func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs, error) {
-	serverTLS, err := cfg.TLS.Server()
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	clientTLS, err := cfg.TLS.Client()
+	serverTLS, clientTLS, err := cfg.TLS.ServerAndClient()
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
