@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,6 +19,7 @@ import (
 
 	"drover.dev/bbs/models"
 	"drover.dev/lib/devcerts"
+	"drover.dev/lib/proctest"
 	"drover.dev/lib/tlsconfig"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -88,14 +86,6 @@ func serve(t *testing.T, tlsConfig *tls.Config, register func(*grpc.Server)) str
 	register(srv)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
-}
-
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer lis.Close()
 	return lis.Addr().String()
 }
 
@@ -226,74 +216,10 @@ func (f *fakeRep) work() []string {
 	return append([]string(nil), f.performed...)
 }
 
-// lockedBuffer collects a process's output from its copying goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// process is a running auctioneer binary.
-type process struct {
-	cmd    *exec.Cmd
-	output *lockedBuffer
-	exited chan struct{}
-	err    error
-}
-
 // startAuctioneer writes cfg and runs the binary; it is killed at cleanup if still running.
-func startAuctioneer(t *testing.T, cfg map[string]any) *process {
+func startAuctioneer(t *testing.T, cfg map[string]any) *proctest.Process {
 	t.Helper()
-	data, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "auctioneer.json")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	p := &process{cmd: exec.Command(auctioneerBinary, "-config", path), output: &lockedBuffer{}, exited: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("auctioneer output:\n%s", p.output.String())
-		}
-	})
-	return p
-}
-
-// waitExit waits for the process to exit and returns its exit code.
-func (p *process) waitExit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		t.Fatalf("auctioneer still running after %s", timeout)
-	}
-	var exitErr *exec.ExitError
-	if errors.As(p.err, &exitErr) {
-		return exitErr.ExitCode()
-	}
-	require.NoError(t, p.err)
-	return 0
+	return proctest.Start(t, "auctioneer", auctioneerBinary, "-config", proctest.WriteJSON(t, "auctioneer.json", cfg))
 }
 
 // healthStatus is the overall health status, or UNKNOWN when the check fails.

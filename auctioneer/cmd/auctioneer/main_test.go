@@ -16,6 +16,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"drover.dev/lib/proctest"
 	auctioneerv1 "drover.dev/proto/gen/drover/auctioneer/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
@@ -42,8 +43,8 @@ func newStack(t *testing.T, owner string) *stack {
 	repAddr := serve(t, c.serverTLS(t), func(srv *grpc.Server) { repv1.RegisterRepServiceServer(srv, s.rep) })
 	s.bbs.cells = []*modelsv1.CellPresence{{CellId: "cell-1", RepAddress: repAddr, Zone: "z1"}}
 	s.config = map[string]any{
-		"listen_address":      freeAddress(t),
-		"debug_address":       freeAddress(t),
+		"listen_address":      proctest.FreeAddress(t),
+		"debug_address":       proctest.FreeAddress(t),
 		"bbs_address":         bbsAddr,
 		"tls":                 c.files("bbs"),
 		"lock_ttl":            "2s",
@@ -121,8 +122,8 @@ func TestAuctioneerProcess(t *testing.T) {
 
 	t.Run("exits non-zero when the lock is lost", func(t *testing.T) {
 		s.bbs.setHolder("usurper")
-		require.Equal(t, exitFatal, p.waitExit(t, waitTimeout))
-		require.True(t, strings.Contains(p.output.String(), `"msg":"lock-lost"`), "logs lock-lost")
+		require.Equal(t, exitFatal, p.WaitExit(t, waitTimeout))
+		require.True(t, strings.Contains(p.Output(), `"msg":"lock-lost"`), "logs lock-lost")
 	})
 }
 
@@ -130,14 +131,14 @@ func TestAuctioneerReleasesTheLockOnSIGTERM(t *testing.T) {
 	s := newStack(t, "auctioneer-b")
 	p := startAuctioneer(t, s.config)
 	require.Eventually(t, func() bool { return healthStatus(s.client) == healthpb.HealthCheckResponse_SERVING }, waitTimeout, pollEvery)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, exitOK, p.waitExit(t, waitTimeout))
+	p.Signal(t, syscall.SIGTERM)
+	require.Equal(t, exitOK, p.WaitExit(t, waitTimeout))
 	holder, _ := s.bbs.lockState("auctioneer-b")
 	require.Empty(t, holder, "the lock is released for a passive instance")
 }
 
 func TestAuctioneerRefusesABadConfig(t *testing.T) {
 	p := startAuctioneer(t, map[string]any{"lock_ttl": "1s"})
-	require.Equal(t, exitFatal, p.waitExit(t, waitTimeout))
-	require.Contains(t, p.output.String(), "lock_retry_interval: must be shorter than lock_ttl")
+	require.Equal(t, exitFatal, p.WaitExit(t, waitTimeout))
+	require.Contains(t, p.Output(), "lock_retry_interval: must be shorter than lock_ttl")
 }

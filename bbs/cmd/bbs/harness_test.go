@@ -5,15 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"drover.dev/lib/devcerts"
+	"drover.dev/lib/proctest"
 	"drover.dev/lib/tlsconfig"
 )
 
@@ -73,21 +70,12 @@ func (c certSet) client(t *testing.T) *tls.Config {
 	return cfg
 }
 
-// freeAddress returns a loopback address with a port the OS just handed out.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer lis.Close()
-	return lis.Addr().String()
-}
-
 // testConfig is a complete BBS configuration on free ports.
 func testConfig(t *testing.T, databaseURL string, certs certSet) map[string]any {
 	return map[string]any{
-		"grpc_address":     freeAddress(t),
-		"http_address":     freeAddress(t),
-		"debug_address":    freeAddress(t),
+		"grpc_address":     proctest.FreeAddress(t),
+		"http_address":     proctest.FreeAddress(t),
+		"debug_address":    proctest.FreeAddress(t),
 		"database_url":     databaseURL,
 		"tls":              certs.server(),
 		"encryption_keys":  map[string]string{"k1": "a passphrase for tests"},
@@ -96,90 +84,21 @@ func testConfig(t *testing.T, databaseURL string, certs certSet) map[string]any 
 	}
 }
 
-func writeConfig(t *testing.T, cfg any) string {
-	t.Helper()
-	data, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "bbs.json")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return path
-}
-
-// lockedBuffer collects a process's output from its copying goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+func writeConfig(t *testing.T, cfg any) string { return proctest.WriteJSON(t, "bbs.json", cfg) }
 
 // bbsProcess is a running bbs binary.
-type bbsProcess struct {
-	cmd    *exec.Cmd
-	output *lockedBuffer
-	exited chan struct{}
-	err    error // the Wait error, once exited is closed
-}
+type bbsProcess struct{ *proctest.Process }
 
 // startBBS runs the binary with args; the process is killed at cleanup if still running.
 func startBBS(t *testing.T, args ...string) *bbsProcess {
 	t.Helper()
-	p := &bbsProcess{cmd: exec.Command(bbsBinary, args...), output: &lockedBuffer{}, exited: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("bbs output:\n%s", p.output.String())
-		}
-	})
-	return p
-}
-
-// waitExit waits up to timeout for the process to exit and returns its exit code.
-func (p *bbsProcess) waitExit(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		t.Fatalf("bbs still running after %s", timeout)
-	}
-	var exitErr *exec.ExitError
-	if errors.As(p.err, &exitErr) {
-		return exitErr.ExitCode()
-	}
-	require.NoError(t, p.err)
-	return 0
-}
-
-func (p *bbsProcess) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(sig))
+	return &bbsProcess{proctest.Start(t, "bbs", bbsBinary, args...)}
 }
 
 // logMessages returns the "msg" of every JSON log line the process wrote.
 func (p *bbsProcess) logMessages() []string {
 	var messages []string
-	for _, line := range bytes.Split([]byte(p.output.String()), []byte("\n")) {
+	for _, line := range bytes.Split([]byte(p.Output()), []byte("\n")) {
 		var record struct {
 			Msg string `json:"msg"`
 		}
@@ -213,8 +132,8 @@ func (p *bbsProcess) waitServing(t *testing.T, conn *grpc.ClientConn, timeout ti
 			return
 		}
 		select {
-		case <-p.exited:
-			t.Fatalf("bbs exited before serving: %v", p.err)
+		case <-p.Exited():
+			t.Fatalf("bbs exited before serving: %v", p.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -134,8 +134,8 @@ func TestBBSProcess(t *testing.T) {
 	})
 
 	t.Run("SIGTERM stops it cleanly and quickly", func(t *testing.T) {
-		p.signal(t, syscall.SIGTERM)
-		require.Equal(t, 0, p.waitExit(t, 10*time.Second))
+		p.Signal(t, syscall.SIGTERM)
+		require.Equal(t, 0, p.WaitExit(t, 10*time.Second))
 		messages := p.logMessages()
 		for _, want := range []string{"grpc-server-stopping", "bbs-exited"} {
 			require.Contains(t, messages, want)
@@ -175,9 +175,9 @@ func TestFatalErrorsExitNonZero(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startBBS(t, tt.args()...)
-			require.NotEqual(t, 0, p.waitExit(t, 60*time.Second))
+			require.NotEqual(t, 0, p.WaitExit(t, 60*time.Second))
 			require.Contains(t, p.logMessages(), tt.message)
-			require.Contains(t, p.output.String(), tt.detail)
+			require.Contains(t, p.Output(), tt.detail)
 		})
 	}
 }
@@ -192,7 +192,7 @@ func TestTakenPortExitsNonZero(t *testing.T) {
 	cfg["grpc_address"] = taken.Addr().String()
 
 	p := startBBS(t, "-config", writeConfig(t, cfg))
-	require.NotEqual(t, 0, p.waitExit(t, startupTimeout))
+	require.NotEqual(t, 0, p.WaitExit(t, startupTimeout))
 	messages := p.logMessages()
 	require.Contains(t, messages, "migrations-finished")
 	require.Contains(t, messages, "grpc-server-failed-to-listen")
