@@ -122,13 +122,9 @@ func streamBatches[T any](ctx context.Context, q querier, scan func(pgx.Row) (T,
 // completion callback URL (nil when there is none). The URL lives only in the encrypted
 // definition, so the definition is decrypted, but only that field is decoded.
 func (p *Postgres) scanSnapshotTask(row pgx.Row) (*modelsv1.Task, error) {
-	t, def, err := scanTaskRow(row)
+	t, plain, err := p.scanTaskDecrypted(row)
 	if err != nil {
 		return nil, err
-	}
-	plain, err := p.crypt.Decrypt(def)
-	if err != nil {
-		return nil, fmt.Errorf("definition of task %q: %w", t.TaskGuid, err)
 	}
 	url, err := callbackURL(plain)
 	if err != nil {

@@ -40,15 +40,25 @@ func scanTaskRow(row pgx.Row) (*modelsv1.Task, []byte, error) {
 	return t, def, nil
 }
 
-// scanTask reads taskColumns and decrypts the definition.
-func (p *Postgres) scanTask(row pgx.Row) (*modelsv1.Task, error) {
+// scanTaskDecrypted reads taskColumns and returns the task (without its definition)
+// and the decrypted, still encoded, definition.
+func (p *Postgres) scanTaskDecrypted(row pgx.Row) (*modelsv1.Task, []byte, error) {
 	t, def, err := scanTaskRow(row)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	plain, err := p.crypt.Decrypt(def)
 	if err != nil {
-		return nil, fmt.Errorf("definition of task %q: %w", t.TaskGuid, err)
+		return nil, nil, fmt.Errorf("definition of task %q: %w", t.TaskGuid, err)
+	}
+	return t, plain, nil
+}
+
+// scanTask reads taskColumns and decrypts the definition.
+func (p *Postgres) scanTask(row pgx.Row) (*modelsv1.Task, error) {
+	t, plain, err := p.scanTaskDecrypted(row)
+	if err != nil {
+		return nil, err
 	}
 	t.TaskDefinition = &modelsv1.TaskDefinition{}
 	if err := proto.Unmarshal(plain, t.TaskDefinition); err != nil {
