@@ -70,7 +70,7 @@ func (r *Runtime) stopForDisk(meta containerMeta, used uint64) {
 	}
 	reason := diskExceededReason(used, meta.DiskMB)
 	r.logger.Info("disk-quota-exceeded", "guid", meta.Guid, "reason", reason)
-	r.events.publish(executor.RuntimeEvent{Guid: meta.Guid, Kind: executor.RuntimeDiskExceeded, Reason: reason})
+	r.events.Publish(executor.RuntimeEvent{Guid: meta.Guid, Kind: executor.RuntimeDiskExceeded, Reason: reason})
 }
 
 // diskExceededReason says by how much a container went over its disk limit.

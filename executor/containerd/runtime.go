@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/fanout"
 	"drover.dev/executor/internal/keyedmutex"
 	"drover.dev/executor/network"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -36,7 +37,7 @@ type Runtime struct {
 
 	imageMu sync.Mutex
 	locks   keyedmutex.Mutex
-	events  broker
+	events  fanout.Broker[executor.RuntimeEvent]
 
 	mu sync.Mutex
 	// destroying holds guids being (or recently) destroyed: their exits are no vanish.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/fanout"
 	"drover.dev/executor/logbuf"
 	"drover.dev/executor/steps"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -34,9 +35,9 @@ type Executor struct {
 	downloadSlots chan struct{}
 	uploadSlots   chan struct{}
 
-	mu    sync.Mutex
-	nodes map[string]*node
-	subs  map[chan executor.Event]struct{}
+	mu     sync.Mutex
+	nodes  map[string]*node
+	events fanout.Broker[executor.Event]
 }
 
 // node is one container in the store.
@@ -67,7 +68,6 @@ func New(cfg Config, rt executor.Runtime, dl Downloader, logger *slog.Logger) *E
 		downloadSlots: make(chan struct{}, cfg.MaxConcurrentDownloads),
 		uploadSlots:   make(chan struct{}, cfg.MaxConcurrentUploads),
 		nodes:         map[string]*node{},
-		subs:          map[chan executor.Event]struct{}{},
 	}
 }
 
@@ -92,13 +92,8 @@ func (n *node) cellLog(format string, args ...any) {
 
 // emitLocked sends an event to every subscriber without blocking. e.mu must be held.
 func (e *Executor) emitLocked(t executor.EventType, n *node) {
-	ev := executor.Event{Type: t, Container: n.snapshot()}
-	for ch := range e.subs {
-		select {
-		case ch <- ev:
-		default:
-			e.logger.Warn("event-subscriber-lagging", "guid", n.c.Guid, "type", string(t))
-		}
+	if missed := e.events.Publish(executor.Event{Type: t, Container: n.snapshot()}); missed > 0 {
+		e.logger.Warn("event-subscriber-lagging", "guid", n.c.Guid, "type", string(t), "subscribers", missed)
 	}
 }
 
@@ -315,18 +310,7 @@ func (e *Executor) List(ctx context.Context) ([]executor.Container, error) {
 
 // Subscribe returns lifecycle events until ctx ends.
 func (e *Executor) Subscribe(ctx context.Context) (<-chan executor.Event, error) {
-	ch := make(chan executor.Event, 1024)
-	e.mu.Lock()
-	e.subs[ch] = struct{}{}
-	e.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		e.mu.Lock()
-		delete(e.subs, ch)
-		e.mu.Unlock()
-		close(ch)
-	}()
-	return ch, nil
+	return e.events.Subscribe(ctx, 1024), nil
 }
 
 // Metrics returns the usage of every container whose runtime container exists.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/fanout"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -54,7 +55,7 @@ type Runtime struct {
 	nextPort   uint32
 	nextIP     uint32
 	failChecks map[string]bool
-	subs       map[chan executor.RuntimeEvent]struct{}
+	events     fanout.Broker[executor.RuntimeEvent]
 }
 
 type container struct {
@@ -78,7 +79,6 @@ func New(cfg Config) *Runtime {
 		containers: map[string]*container{},
 		nextPort:   FirstHostPort,
 		failChecks: map[string]bool{},
-		subs:       map[chan executor.RuntimeEvent]struct{}{},
 	}
 }
 
@@ -238,31 +238,11 @@ func (r *Runtime) Ping(ctx context.Context) error { return nil }
 
 // Events delivers events until ctx ends. Slow readers lose events.
 func (r *Runtime) Events(ctx context.Context) <-chan executor.RuntimeEvent {
-	ch := make(chan executor.RuntimeEvent, 64)
-	r.mu.Lock()
-	r.subs[ch] = struct{}{}
-	r.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		r.mu.Lock()
-		delete(r.subs, ch)
-		r.mu.Unlock()
-		close(ch)
-	}()
-	return ch
+	return r.events.Subscribe(ctx, 64)
 }
 
 // Emit delivers an event to every Events reader (a test hook, e.g. for OOM notices).
-func (r *Runtime) Emit(ev executor.RuntimeEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for ch := range r.subs {
-		select {
-		case ch <- ev:
-		default:
-		}
-	}
-}
+func (r *Runtime) Emit(ev executor.RuntimeEvent) { r.events.Publish(ev) }
 
 // Kill makes a container vanish behind the executor's back: its processes end with 137,
 // it is forgotten and a RuntimeVanished event is emitted.
