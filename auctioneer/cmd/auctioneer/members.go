@@ -17,7 +17,7 @@ import (
 
 	"drover.dev/auctioneer/auction"
 	"drover.dev/auctioneer/config"
-	"drover.dev/auctioneer/lock"
+	"drover.dev/bbs/client/lock"
 	"drover.dev/auctioneer/runner"
 	"drover.dev/auctioneer/server"
 	"drover.dev/bbs/client"

@@ -733,6 +733,537 @@ func (*RetireActualLRPResponse) Descriptor() ([]byte, []int) {
 	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{13}
 }
 
+// EvacuateClaimedActualLRPRequest names the caller's unstarted instance.
+type EvacuateClaimedActualLRPRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *EvacuateClaimedActualLRPRequest) Reset() {
+	*x = EvacuateClaimedActualLRPRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateClaimedActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateClaimedActualLRPRequest) ProtoMessage() {}
+
+func (x *EvacuateClaimedActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateClaimedActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateClaimedActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EvacuateClaimedActualLRPRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *EvacuateClaimedActualLRPRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+// EvacuateClaimedActualLRPResponse says whether to keep the container.
+type EvacuateClaimedActualLRPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepContainer bool                   `protobuf:"varint,1,opt,name=keep_container,json=keepContainer,proto3" json:"keep_container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateClaimedActualLRPResponse) Reset() {
+	*x = EvacuateClaimedActualLRPResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateClaimedActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateClaimedActualLRPResponse) ProtoMessage() {}
+
+func (x *EvacuateClaimedActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateClaimedActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateClaimedActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *EvacuateClaimedActualLRPResponse) GetKeepContainer() bool {
+	if x != nil {
+		return x.KeepContainer
+	}
+	return false
+}
+
+// EvacuateRunningActualLRPRequest reports a RUNNING instance on a draining cell.
+type EvacuateRunningActualLRPRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	ActualLrpNetInfo     *v1.ActualLRPNetInfo     `protobuf:"bytes,3,opt,name=actual_lrp_net_info,json=actualLrpNetInfo,proto3" json:"actual_lrp_net_info,omitempty"`
+	InternalRoutes       []string                 `protobuf:"bytes,4,rep,name=internal_routes,json=internalRoutes,proto3" json:"internal_routes,omitempty"`
+	MetricTags           map[string]string        `protobuf:"bytes,5,rep,name=metric_tags,json=metricTags,proto3" json:"metric_tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Defaults to true.
+	Routable         *bool  `protobuf:"varint,6,opt,name=routable,proto3,oneof" json:"routable,omitempty"`
+	AvailabilityZone string `protobuf:"bytes,7,opt,name=availability_zone,json=availabilityZone,proto3" json:"availability_zone,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *EvacuateRunningActualLRPRequest) Reset() {
+	*x = EvacuateRunningActualLRPRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateRunningActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateRunningActualLRPRequest) ProtoMessage() {}
+
+func (x *EvacuateRunningActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateRunningActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateRunningActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetActualLrpNetInfo() *v1.ActualLRPNetInfo {
+	if x != nil {
+		return x.ActualLrpNetInfo
+	}
+	return nil
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetInternalRoutes() []string {
+	if x != nil {
+		return x.InternalRoutes
+	}
+	return nil
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetMetricTags() map[string]string {
+	if x != nil {
+		return x.MetricTags
+	}
+	return nil
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetRoutable() bool {
+	if x != nil && x.Routable != nil {
+		return *x.Routable
+	}
+	return false
+}
+
+func (x *EvacuateRunningActualLRPRequest) GetAvailabilityZone() string {
+	if x != nil {
+		return x.AvailabilityZone
+	}
+	return ""
+}
+
+// EvacuateRunningActualLRPResponse says whether to keep the container.
+type EvacuateRunningActualLRPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepContainer bool                   `protobuf:"varint,1,opt,name=keep_container,json=keepContainer,proto3" json:"keep_container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateRunningActualLRPResponse) Reset() {
+	*x = EvacuateRunningActualLRPResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateRunningActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateRunningActualLRPResponse) ProtoMessage() {}
+
+func (x *EvacuateRunningActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateRunningActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateRunningActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *EvacuateRunningActualLRPResponse) GetKeepContainer() bool {
+	if x != nil {
+		return x.KeepContainer
+	}
+	return false
+}
+
+// EvacuateStoppedActualLRPRequest names the caller's stopped instance.
+type EvacuateStoppedActualLRPRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *EvacuateStoppedActualLRPRequest) Reset() {
+	*x = EvacuateStoppedActualLRPRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateStoppedActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateStoppedActualLRPRequest) ProtoMessage() {}
+
+func (x *EvacuateStoppedActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateStoppedActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateStoppedActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EvacuateStoppedActualLRPRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *EvacuateStoppedActualLRPRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+// EvacuateStoppedActualLRPResponse says whether to keep the container (never).
+type EvacuateStoppedActualLRPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepContainer bool                   `protobuf:"varint,1,opt,name=keep_container,json=keepContainer,proto3" json:"keep_container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateStoppedActualLRPResponse) Reset() {
+	*x = EvacuateStoppedActualLRPResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateStoppedActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateStoppedActualLRPResponse) ProtoMessage() {}
+
+func (x *EvacuateStoppedActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateStoppedActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateStoppedActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *EvacuateStoppedActualLRPResponse) GetKeepContainer() bool {
+	if x != nil {
+		return x.KeepContainer
+	}
+	return false
+}
+
+// EvacuateCrashedActualLRPRequest reports a crash on a draining cell.
+type EvacuateCrashedActualLRPRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	ErrorMessage         string                   `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *EvacuateCrashedActualLRPRequest) Reset() {
+	*x = EvacuateCrashedActualLRPRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateCrashedActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateCrashedActualLRPRequest) ProtoMessage() {}
+
+func (x *EvacuateCrashedActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateCrashedActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateCrashedActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *EvacuateCrashedActualLRPRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *EvacuateCrashedActualLRPRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+func (x *EvacuateCrashedActualLRPRequest) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// EvacuateCrashedActualLRPResponse says whether to keep the container (never).
+type EvacuateCrashedActualLRPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepContainer bool                   `protobuf:"varint,1,opt,name=keep_container,json=keepContainer,proto3" json:"keep_container,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateCrashedActualLRPResponse) Reset() {
+	*x = EvacuateCrashedActualLRPResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateCrashedActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateCrashedActualLRPResponse) ProtoMessage() {}
+
+func (x *EvacuateCrashedActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateCrashedActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateCrashedActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EvacuateCrashedActualLRPResponse) GetKeepContainer() bool {
+	if x != nil {
+		return x.KeepContainer
+	}
+	return false
+}
+
+// RemoveEvacuatingActualLRPRequest names the EVACUATING row and its instance.
+type RemoveEvacuatingActualLRPRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *RemoveEvacuatingActualLRPRequest) Reset() {
+	*x = RemoveEvacuatingActualLRPRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveEvacuatingActualLRPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveEvacuatingActualLRPRequest) ProtoMessage() {}
+
+func (x *RemoveEvacuatingActualLRPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveEvacuatingActualLRPRequest.ProtoReflect.Descriptor instead.
+func (*RemoveEvacuatingActualLRPRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RemoveEvacuatingActualLRPRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *RemoveEvacuatingActualLRPRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+// RemoveEvacuatingActualLRPResponse is empty on success.
+type RemoveEvacuatingActualLRPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveEvacuatingActualLRPResponse) Reset() {
+	*x = RemoveEvacuatingActualLRPResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveEvacuatingActualLRPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveEvacuatingActualLRPResponse) ProtoMessage() {}
+
+func (x *RemoveEvacuatingActualLRPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveEvacuatingActualLRPResponse.ProtoReflect.Descriptor instead.
+func (*RemoveEvacuatingActualLRPResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{23}
+}
+
 var File_drover_bbs_v1_actual_lrp_service_proto protoreflect.FileDescriptor
 
 const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
@@ -782,7 +1313,43 @@ const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
 	"\x17RemoveActualLRPResponse\"^\n" +
 	"\x16RetireActualLRPRequest\x12D\n" +
 	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\"\x19\n" +
-	"\x17RetireActualLRPResponse2\xb0\x05\n" +
+	"\x17RetireActualLRPResponse\"\xc6\x01\n" +
+	"\x1fEvacuateClaimedActualLRPRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\"I\n" +
+	" EvacuateClaimedActualLRPResponse\x12%\n" +
+	"\x0ekeep_container\x18\x01 \x01(\bR\rkeepContainer\"\xbd\x04\n" +
+	"\x1fEvacuateRunningActualLRPRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\x12Q\n" +
+	"\x13actual_lrp_net_info\x18\x03 \x01(\v2\".drover.models.v1.ActualLRPNetInfoR\x10actualLrpNetInfo\x12'\n" +
+	"\x0finternal_routes\x18\x04 \x03(\tR\x0einternalRoutes\x12_\n" +
+	"\vmetric_tags\x18\x05 \x03(\v2>.drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntryR\n" +
+	"metricTags\x12\x1f\n" +
+	"\broutable\x18\x06 \x01(\bH\x00R\broutable\x88\x01\x01\x12+\n" +
+	"\x11availability_zone\x18\a \x01(\tR\x10availabilityZone\x1a=\n" +
+	"\x0fMetricTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
+	"\t_routable\"I\n" +
+	" EvacuateRunningActualLRPResponse\x12%\n" +
+	"\x0ekeep_container\x18\x01 \x01(\bR\rkeepContainer\"\xc6\x01\n" +
+	"\x1fEvacuateStoppedActualLRPRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\"I\n" +
+	" EvacuateStoppedActualLRPResponse\x12%\n" +
+	"\x0ekeep_container\x18\x01 \x01(\bR\rkeepContainer\"\xeb\x01\n" +
+	"\x1fEvacuateCrashedActualLRPRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"I\n" +
+	" EvacuateCrashedActualLRPResponse\x12%\n" +
+	"\x0ekeep_container\x18\x01 \x01(\bR\rkeepContainer\"\xc7\x01\n" +
+	" RemoveEvacuatingActualLRPRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\"#\n" +
+	"!RemoveEvacuatingActualLRPResponse2\xa4\n" +
+	"\n" +
 	"\x10ActualLRPService\x12_\n" +
 	"\x0eListActualLRPs\x12$.drover.bbs.v1.ListActualLRPsRequest\x1a%.drover.bbs.v1.ListActualLRPsResponse0\x01\x12]\n" +
 	"\x0eClaimActualLRP\x12$.drover.bbs.v1.ClaimActualLRPRequest\x1a%.drover.bbs.v1.ClaimActualLRPResponse\x12]\n" +
@@ -790,7 +1357,12 @@ const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
 	"\x0eCrashActualLRP\x12$.drover.bbs.v1.CrashActualLRPRequest\x1a%.drover.bbs.v1.CrashActualLRPResponse\x12Z\n" +
 	"\rFailActualLRP\x12#.drover.bbs.v1.FailActualLRPRequest\x1a$.drover.bbs.v1.FailActualLRPResponse\x12`\n" +
 	"\x0fRemoveActualLRP\x12%.drover.bbs.v1.RemoveActualLRPRequest\x1a&.drover.bbs.v1.RemoveActualLRPResponse\x12`\n" +
-	"\x0fRetireActualLRP\x12%.drover.bbs.v1.RetireActualLRPRequest\x1a&.drover.bbs.v1.RetireActualLRPResponseB\xaa\x01\n" +
+	"\x0fRetireActualLRP\x12%.drover.bbs.v1.RetireActualLRPRequest\x1a&.drover.bbs.v1.RetireActualLRPResponse\x12{\n" +
+	"\x18EvacuateClaimedActualLRP\x12..drover.bbs.v1.EvacuateClaimedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateClaimedActualLRPResponse\x12{\n" +
+	"\x18EvacuateRunningActualLRP\x12..drover.bbs.v1.EvacuateRunningActualLRPRequest\x1a/.drover.bbs.v1.EvacuateRunningActualLRPResponse\x12{\n" +
+	"\x18EvacuateStoppedActualLRP\x12..drover.bbs.v1.EvacuateStoppedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateStoppedActualLRPResponse\x12{\n" +
+	"\x18EvacuateCrashedActualLRP\x12..drover.bbs.v1.EvacuateCrashedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateCrashedActualLRPResponse\x12~\n" +
+	"\x19RemoveEvacuatingActualLRP\x12/.drover.bbs.v1.RemoveEvacuatingActualLRPRequest\x1a0.drover.bbs.v1.RemoveEvacuatingActualLRPResponseB\xaa\x01\n" +
 	"\x11com.drover.bbs.v1B\x15ActualLrpServiceProtoP\x01Z(drover.dev/proto/gen/drover/bbs/v1;bbsv1\xa2\x02\x03DBX\xaa\x02\rDrover.Bbs.V1\xca\x02\rDrover\\Bbs\\V1\xe2\x02\x19Drover\\Bbs\\V1\\GPBMetadata\xea\x02\x0fDrover::Bbs::V1b\x06proto3"
 
 var (
@@ -805,59 +1377,92 @@ func file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_actual_lrp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_drover_bbs_v1_actual_lrp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_drover_bbs_v1_actual_lrp_service_proto_goTypes = []any{
-	(*ListActualLRPsRequest)(nil),   // 0: drover.bbs.v1.ListActualLRPsRequest
-	(*ListActualLRPsResponse)(nil),  // 1: drover.bbs.v1.ListActualLRPsResponse
-	(*ClaimActualLRPRequest)(nil),   // 2: drover.bbs.v1.ClaimActualLRPRequest
-	(*ClaimActualLRPResponse)(nil),  // 3: drover.bbs.v1.ClaimActualLRPResponse
-	(*StartActualLRPRequest)(nil),   // 4: drover.bbs.v1.StartActualLRPRequest
-	(*StartActualLRPResponse)(nil),  // 5: drover.bbs.v1.StartActualLRPResponse
-	(*CrashActualLRPRequest)(nil),   // 6: drover.bbs.v1.CrashActualLRPRequest
-	(*CrashActualLRPResponse)(nil),  // 7: drover.bbs.v1.CrashActualLRPResponse
-	(*FailActualLRPRequest)(nil),    // 8: drover.bbs.v1.FailActualLRPRequest
-	(*FailActualLRPResponse)(nil),   // 9: drover.bbs.v1.FailActualLRPResponse
-	(*RemoveActualLRPRequest)(nil),  // 10: drover.bbs.v1.RemoveActualLRPRequest
-	(*RemoveActualLRPResponse)(nil), // 11: drover.bbs.v1.RemoveActualLRPResponse
-	(*RetireActualLRPRequest)(nil),  // 12: drover.bbs.v1.RetireActualLRPRequest
-	(*RetireActualLRPResponse)(nil), // 13: drover.bbs.v1.RetireActualLRPResponse
-	nil,                             // 14: drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
-	(*v1.ActualLRP)(nil),            // 15: drover.models.v1.ActualLRP
-	(*v1.ActualLRPInstanceKey)(nil), // 16: drover.models.v1.ActualLRPInstanceKey
-	(*v1.ActualLRPKey)(nil),         // 17: drover.models.v1.ActualLRPKey
-	(*v1.ActualLRPNetInfo)(nil),     // 18: drover.models.v1.ActualLRPNetInfo
+	(*ListActualLRPsRequest)(nil),             // 0: drover.bbs.v1.ListActualLRPsRequest
+	(*ListActualLRPsResponse)(nil),            // 1: drover.bbs.v1.ListActualLRPsResponse
+	(*ClaimActualLRPRequest)(nil),             // 2: drover.bbs.v1.ClaimActualLRPRequest
+	(*ClaimActualLRPResponse)(nil),            // 3: drover.bbs.v1.ClaimActualLRPResponse
+	(*StartActualLRPRequest)(nil),             // 4: drover.bbs.v1.StartActualLRPRequest
+	(*StartActualLRPResponse)(nil),            // 5: drover.bbs.v1.StartActualLRPResponse
+	(*CrashActualLRPRequest)(nil),             // 6: drover.bbs.v1.CrashActualLRPRequest
+	(*CrashActualLRPResponse)(nil),            // 7: drover.bbs.v1.CrashActualLRPResponse
+	(*FailActualLRPRequest)(nil),              // 8: drover.bbs.v1.FailActualLRPRequest
+	(*FailActualLRPResponse)(nil),             // 9: drover.bbs.v1.FailActualLRPResponse
+	(*RemoveActualLRPRequest)(nil),            // 10: drover.bbs.v1.RemoveActualLRPRequest
+	(*RemoveActualLRPResponse)(nil),           // 11: drover.bbs.v1.RemoveActualLRPResponse
+	(*RetireActualLRPRequest)(nil),            // 12: drover.bbs.v1.RetireActualLRPRequest
+	(*RetireActualLRPResponse)(nil),           // 13: drover.bbs.v1.RetireActualLRPResponse
+	(*EvacuateClaimedActualLRPRequest)(nil),   // 14: drover.bbs.v1.EvacuateClaimedActualLRPRequest
+	(*EvacuateClaimedActualLRPResponse)(nil),  // 15: drover.bbs.v1.EvacuateClaimedActualLRPResponse
+	(*EvacuateRunningActualLRPRequest)(nil),   // 16: drover.bbs.v1.EvacuateRunningActualLRPRequest
+	(*EvacuateRunningActualLRPResponse)(nil),  // 17: drover.bbs.v1.EvacuateRunningActualLRPResponse
+	(*EvacuateStoppedActualLRPRequest)(nil),   // 18: drover.bbs.v1.EvacuateStoppedActualLRPRequest
+	(*EvacuateStoppedActualLRPResponse)(nil),  // 19: drover.bbs.v1.EvacuateStoppedActualLRPResponse
+	(*EvacuateCrashedActualLRPRequest)(nil),   // 20: drover.bbs.v1.EvacuateCrashedActualLRPRequest
+	(*EvacuateCrashedActualLRPResponse)(nil),  // 21: drover.bbs.v1.EvacuateCrashedActualLRPResponse
+	(*RemoveEvacuatingActualLRPRequest)(nil),  // 22: drover.bbs.v1.RemoveEvacuatingActualLRPRequest
+	(*RemoveEvacuatingActualLRPResponse)(nil), // 23: drover.bbs.v1.RemoveEvacuatingActualLRPResponse
+	nil,                             // 24: drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
+	nil,                             // 25: drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
+	(*v1.ActualLRP)(nil),            // 26: drover.models.v1.ActualLRP
+	(*v1.ActualLRPInstanceKey)(nil), // 27: drover.models.v1.ActualLRPInstanceKey
+	(*v1.ActualLRPKey)(nil),         // 28: drover.models.v1.ActualLRPKey
+	(*v1.ActualLRPNetInfo)(nil),     // 29: drover.models.v1.ActualLRPNetInfo
 }
 var file_drover_bbs_v1_actual_lrp_service_proto_depIdxs = []int32{
-	15, // 0: drover.bbs.v1.ListActualLRPsResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
-	16, // 1: drover.bbs.v1.ClaimActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	17, // 2: drover.bbs.v1.StartActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	16, // 3: drover.bbs.v1.StartActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	18, // 4: drover.bbs.v1.StartActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
-	14, // 5: drover.bbs.v1.StartActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
-	17, // 6: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	16, // 7: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	17, // 8: drover.bbs.v1.FailActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	16, // 9: drover.bbs.v1.RemoveActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	17, // 10: drover.bbs.v1.RetireActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	0,  // 11: drover.bbs.v1.ActualLRPService.ListActualLRPs:input_type -> drover.bbs.v1.ListActualLRPsRequest
-	2,  // 12: drover.bbs.v1.ActualLRPService.ClaimActualLRP:input_type -> drover.bbs.v1.ClaimActualLRPRequest
-	4,  // 13: drover.bbs.v1.ActualLRPService.StartActualLRP:input_type -> drover.bbs.v1.StartActualLRPRequest
-	6,  // 14: drover.bbs.v1.ActualLRPService.CrashActualLRP:input_type -> drover.bbs.v1.CrashActualLRPRequest
-	8,  // 15: drover.bbs.v1.ActualLRPService.FailActualLRP:input_type -> drover.bbs.v1.FailActualLRPRequest
-	10, // 16: drover.bbs.v1.ActualLRPService.RemoveActualLRP:input_type -> drover.bbs.v1.RemoveActualLRPRequest
-	12, // 17: drover.bbs.v1.ActualLRPService.RetireActualLRP:input_type -> drover.bbs.v1.RetireActualLRPRequest
-	1,  // 18: drover.bbs.v1.ActualLRPService.ListActualLRPs:output_type -> drover.bbs.v1.ListActualLRPsResponse
-	3,  // 19: drover.bbs.v1.ActualLRPService.ClaimActualLRP:output_type -> drover.bbs.v1.ClaimActualLRPResponse
-	5,  // 20: drover.bbs.v1.ActualLRPService.StartActualLRP:output_type -> drover.bbs.v1.StartActualLRPResponse
-	7,  // 21: drover.bbs.v1.ActualLRPService.CrashActualLRP:output_type -> drover.bbs.v1.CrashActualLRPResponse
-	9,  // 22: drover.bbs.v1.ActualLRPService.FailActualLRP:output_type -> drover.bbs.v1.FailActualLRPResponse
-	11, // 23: drover.bbs.v1.ActualLRPService.RemoveActualLRP:output_type -> drover.bbs.v1.RemoveActualLRPResponse
-	13, // 24: drover.bbs.v1.ActualLRPService.RetireActualLRP:output_type -> drover.bbs.v1.RetireActualLRPResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	26, // 0: drover.bbs.v1.ListActualLRPsResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
+	27, // 1: drover.bbs.v1.ClaimActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 2: drover.bbs.v1.StartActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 3: drover.bbs.v1.StartActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	29, // 4: drover.bbs.v1.StartActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
+	24, // 5: drover.bbs.v1.StartActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
+	28, // 6: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 7: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 8: drover.bbs.v1.FailActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 9: drover.bbs.v1.RemoveActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 10: drover.bbs.v1.RetireActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	28, // 11: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 12: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 13: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 14: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	29, // 15: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
+	25, // 16: drover.bbs.v1.EvacuateRunningActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
+	28, // 17: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 18: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 19: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 20: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	28, // 21: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 22: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	0,  // 23: drover.bbs.v1.ActualLRPService.ListActualLRPs:input_type -> drover.bbs.v1.ListActualLRPsRequest
+	2,  // 24: drover.bbs.v1.ActualLRPService.ClaimActualLRP:input_type -> drover.bbs.v1.ClaimActualLRPRequest
+	4,  // 25: drover.bbs.v1.ActualLRPService.StartActualLRP:input_type -> drover.bbs.v1.StartActualLRPRequest
+	6,  // 26: drover.bbs.v1.ActualLRPService.CrashActualLRP:input_type -> drover.bbs.v1.CrashActualLRPRequest
+	8,  // 27: drover.bbs.v1.ActualLRPService.FailActualLRP:input_type -> drover.bbs.v1.FailActualLRPRequest
+	10, // 28: drover.bbs.v1.ActualLRPService.RemoveActualLRP:input_type -> drover.bbs.v1.RemoveActualLRPRequest
+	12, // 29: drover.bbs.v1.ActualLRPService.RetireActualLRP:input_type -> drover.bbs.v1.RetireActualLRPRequest
+	14, // 30: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:input_type -> drover.bbs.v1.EvacuateClaimedActualLRPRequest
+	16, // 31: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:input_type -> drover.bbs.v1.EvacuateRunningActualLRPRequest
+	18, // 32: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:input_type -> drover.bbs.v1.EvacuateStoppedActualLRPRequest
+	20, // 33: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:input_type -> drover.bbs.v1.EvacuateCrashedActualLRPRequest
+	22, // 34: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:input_type -> drover.bbs.v1.RemoveEvacuatingActualLRPRequest
+	1,  // 35: drover.bbs.v1.ActualLRPService.ListActualLRPs:output_type -> drover.bbs.v1.ListActualLRPsResponse
+	3,  // 36: drover.bbs.v1.ActualLRPService.ClaimActualLRP:output_type -> drover.bbs.v1.ClaimActualLRPResponse
+	5,  // 37: drover.bbs.v1.ActualLRPService.StartActualLRP:output_type -> drover.bbs.v1.StartActualLRPResponse
+	7,  // 38: drover.bbs.v1.ActualLRPService.CrashActualLRP:output_type -> drover.bbs.v1.CrashActualLRPResponse
+	9,  // 39: drover.bbs.v1.ActualLRPService.FailActualLRP:output_type -> drover.bbs.v1.FailActualLRPResponse
+	11, // 40: drover.bbs.v1.ActualLRPService.RemoveActualLRP:output_type -> drover.bbs.v1.RemoveActualLRPResponse
+	13, // 41: drover.bbs.v1.ActualLRPService.RetireActualLRP:output_type -> drover.bbs.v1.RetireActualLRPResponse
+	15, // 42: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:output_type -> drover.bbs.v1.EvacuateClaimedActualLRPResponse
+	17, // 43: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:output_type -> drover.bbs.v1.EvacuateRunningActualLRPResponse
+	19, // 44: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:output_type -> drover.bbs.v1.EvacuateStoppedActualLRPResponse
+	21, // 45: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:output_type -> drover.bbs.v1.EvacuateCrashedActualLRPResponse
+	23, // 46: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:output_type -> drover.bbs.v1.RemoveEvacuatingActualLRPResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_drover_bbs_v1_actual_lrp_service_proto_init() }
@@ -867,13 +1472,14 @@ func file_drover_bbs_v1_actual_lrp_service_proto_init() {
 	}
 	file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[0].OneofWrappers = []any{}
 	file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[4].OneofWrappers = []any{}
+	file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_actual_lrp_service_proto_rawDesc), len(file_drover_bbs_v1_actual_lrp_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,13 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ActualLRPService_ListActualLRPs_FullMethodName  = "/drover.bbs.v1.ActualLRPService/ListActualLRPs"
-	ActualLRPService_ClaimActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/ClaimActualLRP"
-	ActualLRPService_StartActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/StartActualLRP"
-	ActualLRPService_CrashActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/CrashActualLRP"
-	ActualLRPService_FailActualLRP_FullMethodName   = "/drover.bbs.v1.ActualLRPService/FailActualLRP"
-	ActualLRPService_RemoveActualLRP_FullMethodName = "/drover.bbs.v1.ActualLRPService/RemoveActualLRP"
-	ActualLRPService_RetireActualLRP_FullMethodName = "/drover.bbs.v1.ActualLRPService/RetireActualLRP"
+	ActualLRPService_ListActualLRPs_FullMethodName            = "/drover.bbs.v1.ActualLRPService/ListActualLRPs"
+	ActualLRPService_ClaimActualLRP_FullMethodName            = "/drover.bbs.v1.ActualLRPService/ClaimActualLRP"
+	ActualLRPService_StartActualLRP_FullMethodName            = "/drover.bbs.v1.ActualLRPService/StartActualLRP"
+	ActualLRPService_CrashActualLRP_FullMethodName            = "/drover.bbs.v1.ActualLRPService/CrashActualLRP"
+	ActualLRPService_FailActualLRP_FullMethodName             = "/drover.bbs.v1.ActualLRPService/FailActualLRP"
+	ActualLRPService_RemoveActualLRP_FullMethodName           = "/drover.bbs.v1.ActualLRPService/RemoveActualLRP"
+	ActualLRPService_RetireActualLRP_FullMethodName           = "/drover.bbs.v1.ActualLRPService/RetireActualLRP"
+	ActualLRPService_EvacuateClaimedActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateClaimedActualLRP"
+	ActualLRPService_EvacuateRunningActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateRunningActualLRP"
+	ActualLRPService_EvacuateStoppedActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateStoppedActualLRP"
+	ActualLRPService_EvacuateCrashedActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateCrashedActualLRP"
+	ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName = "/drover.bbs.v1.ActualLRPService/RemoveEvacuatingActualLRP"
 )
 
 // ActualLRPServiceClient is the client API for ActualLRPService service.
@@ -48,6 +53,23 @@ type ActualLRPServiceClient interface {
 	RemoveActualLRP(ctx context.Context, in *RemoveActualLRPRequest, opts ...grpc.CallOption) (*RemoveActualLRPResponse, error)
 	// RetireActualLRP kills one instance: deletes it if unplaced, else asks its rep to stop it.
 	RetireActualLRP(ctx context.Context, in *RetireActualLRPRequest, opts ...grpc.CallOption) (*RetireActualLRPResponse, error)
+	// EvacuateClaimedActualLRP hands an unstarted instance back: an EVACUATING or SUSPECT
+	// row is deleted; the ORDINARY row is unclaimed and auctioned. keep_container=false.
+	EvacuateClaimedActualLRP(ctx context.Context, in *EvacuateClaimedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateClaimedActualLRPResponse, error)
+	// EvacuateRunningActualLRP keeps a RUNNING instance serving while a replacement is
+	// placed: the ORDINARY row is copied to an EVACUATING row (still RUNNING, routable),
+	// the ORDINARY row is unclaimed and auctioned, keep_container=true. Repeated calls
+	// refresh the EVACUATING row while the replacement is not yet RUNNING (keep=true);
+	// once the replacement is RUNNING or CRASHED, or the DesiredLRP is gone, the
+	// EVACUATING row is deleted and keep_container=false.
+	EvacuateRunningActualLRP(ctx context.Context, in *EvacuateRunningActualLRPRequest, opts ...grpc.CallOption) (*EvacuateRunningActualLRPResponse, error)
+	// EvacuateStoppedActualLRP deletes the caller's row, whatever its presence.
+	EvacuateStoppedActualLRP(ctx context.Context, in *EvacuateStoppedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateStoppedActualLRPResponse, error)
+	// EvacuateCrashedActualLRP deletes an EVACUATING or SUSPECT row, or runs the normal
+	// crash logic on the ORDINARY row.
+	EvacuateCrashedActualLRP(ctx context.Context, in *EvacuateCrashedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateCrashedActualLRPResponse, error)
+	// RemoveEvacuatingActualLRP deletes the EVACUATING row when its instance key matches.
+	RemoveEvacuatingActualLRP(ctx context.Context, in *RemoveEvacuatingActualLRPRequest, opts ...grpc.CallOption) (*RemoveEvacuatingActualLRPResponse, error)
 }
 
 type actualLRPServiceClient struct {
@@ -137,6 +159,56 @@ func (c *actualLRPServiceClient) RetireActualLRP(ctx context.Context, in *Retire
 	return out, nil
 }
 
+func (c *actualLRPServiceClient) EvacuateClaimedActualLRP(ctx context.Context, in *EvacuateClaimedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateClaimedActualLRPResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvacuateClaimedActualLRPResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_EvacuateClaimedActualLRP_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *actualLRPServiceClient) EvacuateRunningActualLRP(ctx context.Context, in *EvacuateRunningActualLRPRequest, opts ...grpc.CallOption) (*EvacuateRunningActualLRPResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvacuateRunningActualLRPResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_EvacuateRunningActualLRP_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *actualLRPServiceClient) EvacuateStoppedActualLRP(ctx context.Context, in *EvacuateStoppedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateStoppedActualLRPResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvacuateStoppedActualLRPResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_EvacuateStoppedActualLRP_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *actualLRPServiceClient) EvacuateCrashedActualLRP(ctx context.Context, in *EvacuateCrashedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateCrashedActualLRPResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvacuateCrashedActualLRPResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_EvacuateCrashedActualLRP_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *actualLRPServiceClient) RemoveEvacuatingActualLRP(ctx context.Context, in *RemoveEvacuatingActualLRPRequest, opts ...grpc.CallOption) (*RemoveEvacuatingActualLRPResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveEvacuatingActualLRPResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ActualLRPServiceServer is the server API for ActualLRPService service.
 // All implementations must embed UnimplementedActualLRPServiceServer
 // for forward compatibility.
@@ -157,6 +229,23 @@ type ActualLRPServiceServer interface {
 	RemoveActualLRP(context.Context, *RemoveActualLRPRequest) (*RemoveActualLRPResponse, error)
 	// RetireActualLRP kills one instance: deletes it if unplaced, else asks its rep to stop it.
 	RetireActualLRP(context.Context, *RetireActualLRPRequest) (*RetireActualLRPResponse, error)
+	// EvacuateClaimedActualLRP hands an unstarted instance back: an EVACUATING or SUSPECT
+	// row is deleted; the ORDINARY row is unclaimed and auctioned. keep_container=false.
+	EvacuateClaimedActualLRP(context.Context, *EvacuateClaimedActualLRPRequest) (*EvacuateClaimedActualLRPResponse, error)
+	// EvacuateRunningActualLRP keeps a RUNNING instance serving while a replacement is
+	// placed: the ORDINARY row is copied to an EVACUATING row (still RUNNING, routable),
+	// the ORDINARY row is unclaimed and auctioned, keep_container=true. Repeated calls
+	// refresh the EVACUATING row while the replacement is not yet RUNNING (keep=true);
+	// once the replacement is RUNNING or CRASHED, or the DesiredLRP is gone, the
+	// EVACUATING row is deleted and keep_container=false.
+	EvacuateRunningActualLRP(context.Context, *EvacuateRunningActualLRPRequest) (*EvacuateRunningActualLRPResponse, error)
+	// EvacuateStoppedActualLRP deletes the caller's row, whatever its presence.
+	EvacuateStoppedActualLRP(context.Context, *EvacuateStoppedActualLRPRequest) (*EvacuateStoppedActualLRPResponse, error)
+	// EvacuateCrashedActualLRP deletes an EVACUATING or SUSPECT row, or runs the normal
+	// crash logic on the ORDINARY row.
+	EvacuateCrashedActualLRP(context.Context, *EvacuateCrashedActualLRPRequest) (*EvacuateCrashedActualLRPResponse, error)
+	// RemoveEvacuatingActualLRP deletes the EVACUATING row when its instance key matches.
+	RemoveEvacuatingActualLRP(context.Context, *RemoveEvacuatingActualLRPRequest) (*RemoveEvacuatingActualLRPResponse, error)
 	mustEmbedUnimplementedActualLRPServiceServer()
 }
 
@@ -187,6 +276,21 @@ func (UnimplementedActualLRPServiceServer) RemoveActualLRP(context.Context, *Rem
 }
 func (UnimplementedActualLRPServiceServer) RetireActualLRP(context.Context, *RetireActualLRPRequest) (*RetireActualLRPResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RetireActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) EvacuateClaimedActualLRP(context.Context, *EvacuateClaimedActualLRPRequest) (*EvacuateClaimedActualLRPResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvacuateClaimedActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) EvacuateRunningActualLRP(context.Context, *EvacuateRunningActualLRPRequest) (*EvacuateRunningActualLRPResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvacuateRunningActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) EvacuateStoppedActualLRP(context.Context, *EvacuateStoppedActualLRPRequest) (*EvacuateStoppedActualLRPResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvacuateStoppedActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) EvacuateCrashedActualLRP(context.Context, *EvacuateCrashedActualLRPRequest) (*EvacuateCrashedActualLRPResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvacuateCrashedActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) RemoveEvacuatingActualLRP(context.Context, *RemoveEvacuatingActualLRPRequest) (*RemoveEvacuatingActualLRPResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveEvacuatingActualLRP not implemented")
 }
 func (UnimplementedActualLRPServiceServer) mustEmbedUnimplementedActualLRPServiceServer() {}
 func (UnimplementedActualLRPServiceServer) testEmbeddedByValue()                          {}
@@ -328,6 +432,96 @@ func _ActualLRPService_RetireActualLRP_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ActualLRPService_EvacuateClaimedActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvacuateClaimedActualLRPRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).EvacuateClaimedActualLRP(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_EvacuateClaimedActualLRP_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).EvacuateClaimedActualLRP(ctx, req.(*EvacuateClaimedActualLRPRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ActualLRPService_EvacuateRunningActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvacuateRunningActualLRPRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).EvacuateRunningActualLRP(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_EvacuateRunningActualLRP_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).EvacuateRunningActualLRP(ctx, req.(*EvacuateRunningActualLRPRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ActualLRPService_EvacuateStoppedActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvacuateStoppedActualLRPRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).EvacuateStoppedActualLRP(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_EvacuateStoppedActualLRP_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).EvacuateStoppedActualLRP(ctx, req.(*EvacuateStoppedActualLRPRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ActualLRPService_EvacuateCrashedActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvacuateCrashedActualLRPRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).EvacuateCrashedActualLRP(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_EvacuateCrashedActualLRP_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).EvacuateCrashedActualLRP(ctx, req.(*EvacuateCrashedActualLRPRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ActualLRPService_RemoveEvacuatingActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveEvacuatingActualLRPRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).RemoveEvacuatingActualLRP(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).RemoveEvacuatingActualLRP(ctx, req.(*RemoveEvacuatingActualLRPRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ActualLRPService_ServiceDesc is the grpc.ServiceDesc for ActualLRPService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -358,6 +552,26 @@ var ActualLRPService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RetireActualLRP",
 			Handler:    _ActualLRPService_RetireActualLRP_Handler,
+		},
+		{
+			MethodName: "EvacuateClaimedActualLRP",
+			Handler:    _ActualLRPService_EvacuateClaimedActualLRP_Handler,
+		},
+		{
+			MethodName: "EvacuateRunningActualLRP",
+			Handler:    _ActualLRPService_EvacuateRunningActualLRP_Handler,
+		},
+		{
+			MethodName: "EvacuateStoppedActualLRP",
+			Handler:    _ActualLRPService_EvacuateStoppedActualLRP_Handler,
+		},
+		{
+			MethodName: "EvacuateCrashedActualLRP",
+			Handler:    _ActualLRPService_EvacuateCrashedActualLRP_Handler,
+		},
+		{
+			MethodName: "RemoveEvacuatingActualLRP",
+			Handler:    _ActualLRPService_RemoveEvacuatingActualLRP_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

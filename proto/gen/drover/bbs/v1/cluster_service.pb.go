@@ -194,6 +194,186 @@ func (x *ListDomainsResponse) GetDomains() []string {
 	return nil
 }
 
+// CordonCellRequest names the cell and says why.
+type CordonCellRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CordonCellRequest) Reset() {
+	*x = CordonCellRequest{}
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CordonCellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CordonCellRequest) ProtoMessage() {}
+
+func (x *CordonCellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CordonCellRequest.ProtoReflect.Descriptor instead.
+func (*CordonCellRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CordonCellRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+func (x *CordonCellRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// CordonCellResponse is empty on success.
+type CordonCellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CordonCellResponse) Reset() {
+	*x = CordonCellResponse{}
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CordonCellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CordonCellResponse) ProtoMessage() {}
+
+func (x *CordonCellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CordonCellResponse.ProtoReflect.Descriptor instead.
+func (*CordonCellResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+}
+
+// UncordonCellRequest names the cell.
+type UncordonCellRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CellId        string                 `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UncordonCellRequest) Reset() {
+	*x = UncordonCellRequest{}
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UncordonCellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UncordonCellRequest) ProtoMessage() {}
+
+func (x *UncordonCellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UncordonCellRequest.ProtoReflect.Descriptor instead.
+func (*UncordonCellRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UncordonCellRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+// UncordonCellResponse says whether a cordon was lifted.
+type UncordonCellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WasCordoned   bool                   `protobuf:"varint,1,opt,name=was_cordoned,json=wasCordoned,proto3" json:"was_cordoned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UncordonCellResponse) Reset() {
+	*x = UncordonCellResponse{}
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UncordonCellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UncordonCellResponse) ProtoMessage() {}
+
+func (x *UncordonCellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UncordonCellResponse.ProtoReflect.Descriptor instead.
+func (*UncordonCellResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UncordonCellResponse) GetWasCordoned() bool {
+	if x != nil {
+		return x.WasCordoned
+	}
+	return false
+}
+
 // HeartbeatCellRequest carries the presence and its TTL.
 type HeartbeatCellRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -205,7 +385,7 @@ type HeartbeatCellRequest struct {
 
 func (x *HeartbeatCellRequest) Reset() {
 	*x = HeartbeatCellRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -217,7 +397,7 @@ func (x *HeartbeatCellRequest) String() string {
 func (*HeartbeatCellRequest) ProtoMessage() {}
 
 func (x *HeartbeatCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[4]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -230,7 +410,7 @@ func (x *HeartbeatCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatCellRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatCellRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{4}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HeartbeatCellRequest) GetCellPresence() *v1.CellPresence {
@@ -256,7 +436,7 @@ type HeartbeatCellResponse struct {
 
 func (x *HeartbeatCellResponse) Reset() {
 	*x = HeartbeatCellResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -268,7 +448,7 @@ func (x *HeartbeatCellResponse) String() string {
 func (*HeartbeatCellResponse) ProtoMessage() {}
 
 func (x *HeartbeatCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[5]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -281,7 +461,7 @@ func (x *HeartbeatCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatCellResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatCellResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{5}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{9}
 }
 
 // RemoveCellRequest names the cell.
@@ -294,7 +474,7 @@ type RemoveCellRequest struct {
 
 func (x *RemoveCellRequest) Reset() {
 	*x = RemoveCellRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +486,7 @@ func (x *RemoveCellRequest) String() string {
 func (*RemoveCellRequest) ProtoMessage() {}
 
 func (x *RemoveCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[6]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +499,7 @@ func (x *RemoveCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveCellRequest.ProtoReflect.Descriptor instead.
 func (*RemoveCellRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{6}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveCellRequest) GetCellId() string {
@@ -338,7 +518,7 @@ type RemoveCellResponse struct {
 
 func (x *RemoveCellResponse) Reset() {
 	*x = RemoveCellResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +530,7 @@ func (x *RemoveCellResponse) String() string {
 func (*RemoveCellResponse) ProtoMessage() {}
 
 func (x *RemoveCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[7]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +543,7 @@ func (x *RemoveCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveCellResponse.ProtoReflect.Descriptor instead.
 func (*RemoveCellResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{7}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{11}
 }
 
 // ListCellsRequest is empty.
@@ -375,7 +555,7 @@ type ListCellsRequest struct {
 
 func (x *ListCellsRequest) Reset() {
 	*x = ListCellsRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -387,7 +567,7 @@ func (x *ListCellsRequest) String() string {
 func (*ListCellsRequest) ProtoMessage() {}
 
 func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[8]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -400,7 +580,7 @@ func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsRequest.ProtoReflect.Descriptor instead.
 func (*ListCellsRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{8}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{12}
 }
 
 // ListCellsResponse carries live cells sorted by id.
@@ -413,7 +593,7 @@ type ListCellsResponse struct {
 
 func (x *ListCellsResponse) Reset() {
 	*x = ListCellsResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +605,7 @@ func (x *ListCellsResponse) String() string {
 func (*ListCellsResponse) ProtoMessage() {}
 
 func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[9]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +618,7 @@ func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsResponse.ProtoReflect.Descriptor instead.
 func (*ListCellsResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{9}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListCellsResponse) GetCells() []*v1.CellPresence {
@@ -461,7 +641,7 @@ type AcquireLockRequest struct {
 
 func (x *AcquireLockRequest) Reset() {
 	*x = AcquireLockRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +653,7 @@ func (x *AcquireLockRequest) String() string {
 func (*AcquireLockRequest) ProtoMessage() {}
 
 func (x *AcquireLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[10]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +666,7 @@ func (x *AcquireLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLockRequest.ProtoReflect.Descriptor instead.
 func (*AcquireLockRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{10}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AcquireLockRequest) GetKey() string {
@@ -527,7 +707,7 @@ type AcquireLockResponse struct {
 
 func (x *AcquireLockResponse) Reset() {
 	*x = AcquireLockResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[11]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -539,7 +719,7 @@ func (x *AcquireLockResponse) String() string {
 func (*AcquireLockResponse) ProtoMessage() {}
 
 func (x *AcquireLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[11]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -552,7 +732,7 @@ func (x *AcquireLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcquireLockResponse.ProtoReflect.Descriptor instead.
 func (*AcquireLockResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{11}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AcquireLockResponse) GetLock() *v1.Lock {
@@ -573,7 +753,7 @@ type ReleaseLockRequest struct {
 
 func (x *ReleaseLockRequest) Reset() {
 	*x = ReleaseLockRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[12]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +765,7 @@ func (x *ReleaseLockRequest) String() string {
 func (*ReleaseLockRequest) ProtoMessage() {}
 
 func (x *ReleaseLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[12]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +778,7 @@ func (x *ReleaseLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLockRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseLockRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{12}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReleaseLockRequest) GetKey() string {
@@ -624,7 +804,7 @@ type ReleaseLockResponse struct {
 
 func (x *ReleaseLockResponse) Reset() {
 	*x = ReleaseLockResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[13]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +816,7 @@ func (x *ReleaseLockResponse) String() string {
 func (*ReleaseLockResponse) ProtoMessage() {}
 
 func (x *ReleaseLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[13]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +829,7 @@ func (x *ReleaseLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseLockResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseLockResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{13}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{17}
 }
 
 // FetchLockRequest names the lock.
@@ -662,7 +842,7 @@ type FetchLockRequest struct {
 
 func (x *FetchLockRequest) Reset() {
 	*x = FetchLockRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[14]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +854,7 @@ func (x *FetchLockRequest) String() string {
 func (*FetchLockRequest) ProtoMessage() {}
 
 func (x *FetchLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[14]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +867,7 @@ func (x *FetchLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchLockRequest.ProtoReflect.Descriptor instead.
 func (*FetchLockRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{14}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchLockRequest) GetKey() string {
@@ -707,7 +887,7 @@ type FetchLockResponse struct {
 
 func (x *FetchLockResponse) Reset() {
 	*x = FetchLockResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[15]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +899,7 @@ func (x *FetchLockResponse) String() string {
 func (*FetchLockResponse) ProtoMessage() {}
 
 func (x *FetchLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[15]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +912,7 @@ func (x *FetchLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchLockResponse.ProtoReflect.Descriptor instead.
 func (*FetchLockResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{15}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FetchLockResponse) GetLock() *v1.Lock {
@@ -751,7 +931,7 @@ type ListLocksRequest struct {
 
 func (x *ListLocksRequest) Reset() {
 	*x = ListLocksRequest{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[16]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +943,7 @@ func (x *ListLocksRequest) String() string {
 func (*ListLocksRequest) ProtoMessage() {}
 
 func (x *ListLocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[16]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +956,7 @@ func (x *ListLocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLocksRequest.ProtoReflect.Descriptor instead.
 func (*ListLocksRequest) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{16}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{20}
 }
 
 // ListLocksResponse carries held locks sorted by key.
@@ -789,7 +969,7 @@ type ListLocksResponse struct {
 
 func (x *ListLocksResponse) Reset() {
 	*x = ListLocksResponse{}
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[17]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +981,7 @@ func (x *ListLocksResponse) String() string {
 func (*ListLocksResponse) ProtoMessage() {}
 
 func (x *ListLocksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[17]
+	mi := &file_drover_bbs_v1_cluster_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +994,7 @@ func (x *ListLocksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLocksResponse.ProtoReflect.Descriptor instead.
 func (*ListLocksResponse) Descriptor() ([]byte, []int) {
-	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{17}
+	return file_drover_bbs_v1_cluster_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListLocksResponse) GetLocks() []*v1.Lock {
@@ -836,7 +1016,15 @@ const file_drover_bbs_v1_cluster_service_proto_rawDesc = "" +
 	"\x14UpsertDomainResponse\"\x14\n" +
 	"\x12ListDomainsRequest\"/\n" +
 	"\x13ListDomainsResponse\x12\x18\n" +
-	"\adomains\x18\x01 \x03(\tR\adomains\"|\n" +
+	"\adomains\x18\x01 \x03(\tR\adomains\"D\n" +
+	"\x11CordonCellRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x14\n" +
+	"\x12CordonCellResponse\".\n" +
+	"\x13UncordonCellRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"9\n" +
+	"\x14UncordonCellResponse\x12!\n" +
+	"\fwas_cordoned\x18\x01 \x01(\bR\vwasCordoned\"|\n" +
 	"\x14HeartbeatCellRequest\x12C\n" +
 	"\rcell_presence\x18\x01 \x01(\v2\x1e.drover.models.v1.CellPresenceR\fcellPresence\x12\x1f\n" +
 	"\vttl_seconds\x18\x02 \x01(\rR\n" +
@@ -869,12 +1057,15 @@ const file_drover_bbs_v1_cluster_service_proto_rawDesc = "" +
 	"\x05locks\x18\x01 \x03(\v2\x16.drover.models.v1.LockR\x05locks2\xbe\x01\n" +
 	"\rDomainService\x12W\n" +
 	"\fUpsertDomain\x12\".drover.bbs.v1.UpsertDomainRequest\x1a#.drover.bbs.v1.UpsertDomainResponse\x12T\n" +
-	"\vListDomains\x12!.drover.bbs.v1.ListDomainsRequest\x1a\".drover.bbs.v1.ListDomainsResponse2\x8c\x02\n" +
+	"\vListDomains\x12!.drover.bbs.v1.ListDomainsRequest\x1a\".drover.bbs.v1.ListDomainsResponse2\xb8\x03\n" +
 	"\vCellService\x12Z\n" +
 	"\rHeartbeatCell\x12#.drover.bbs.v1.HeartbeatCellRequest\x1a$.drover.bbs.v1.HeartbeatCellResponse\x12Q\n" +
 	"\n" +
 	"RemoveCell\x12 .drover.bbs.v1.RemoveCellRequest\x1a!.drover.bbs.v1.RemoveCellResponse\x12N\n" +
-	"\tListCells\x12\x1f.drover.bbs.v1.ListCellsRequest\x1a .drover.bbs.v1.ListCellsResponse2\xd9\x02\n" +
+	"\tListCells\x12\x1f.drover.bbs.v1.ListCellsRequest\x1a .drover.bbs.v1.ListCellsResponse\x12Q\n" +
+	"\n" +
+	"CordonCell\x12 .drover.bbs.v1.CordonCellRequest\x1a!.drover.bbs.v1.CordonCellResponse\x12W\n" +
+	"\fUncordonCell\x12\".drover.bbs.v1.UncordonCellRequest\x1a#.drover.bbs.v1.UncordonCellResponse2\xd9\x02\n" +
 	"\vLockService\x12T\n" +
 	"\vAcquireLock\x12!.drover.bbs.v1.AcquireLockRequest\x1a\".drover.bbs.v1.AcquireLockResponse\x12T\n" +
 	"\vReleaseLock\x12!.drover.bbs.v1.ReleaseLockRequest\x1a\".drover.bbs.v1.ReleaseLockResponse\x12N\n" +
@@ -894,55 +1085,63 @@ func file_drover_bbs_v1_cluster_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_cluster_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_drover_bbs_v1_cluster_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_drover_bbs_v1_cluster_service_proto_goTypes = []any{
 	(*UpsertDomainRequest)(nil),   // 0: drover.bbs.v1.UpsertDomainRequest
 	(*UpsertDomainResponse)(nil),  // 1: drover.bbs.v1.UpsertDomainResponse
 	(*ListDomainsRequest)(nil),    // 2: drover.bbs.v1.ListDomainsRequest
 	(*ListDomainsResponse)(nil),   // 3: drover.bbs.v1.ListDomainsResponse
-	(*HeartbeatCellRequest)(nil),  // 4: drover.bbs.v1.HeartbeatCellRequest
-	(*HeartbeatCellResponse)(nil), // 5: drover.bbs.v1.HeartbeatCellResponse
-	(*RemoveCellRequest)(nil),     // 6: drover.bbs.v1.RemoveCellRequest
-	(*RemoveCellResponse)(nil),    // 7: drover.bbs.v1.RemoveCellResponse
-	(*ListCellsRequest)(nil),      // 8: drover.bbs.v1.ListCellsRequest
-	(*ListCellsResponse)(nil),     // 9: drover.bbs.v1.ListCellsResponse
-	(*AcquireLockRequest)(nil),    // 10: drover.bbs.v1.AcquireLockRequest
-	(*AcquireLockResponse)(nil),   // 11: drover.bbs.v1.AcquireLockResponse
-	(*ReleaseLockRequest)(nil),    // 12: drover.bbs.v1.ReleaseLockRequest
-	(*ReleaseLockResponse)(nil),   // 13: drover.bbs.v1.ReleaseLockResponse
-	(*FetchLockRequest)(nil),      // 14: drover.bbs.v1.FetchLockRequest
-	(*FetchLockResponse)(nil),     // 15: drover.bbs.v1.FetchLockResponse
-	(*ListLocksRequest)(nil),      // 16: drover.bbs.v1.ListLocksRequest
-	(*ListLocksResponse)(nil),     // 17: drover.bbs.v1.ListLocksResponse
-	(*v1.CellPresence)(nil),       // 18: drover.models.v1.CellPresence
-	(*v1.Lock)(nil),               // 19: drover.models.v1.Lock
+	(*CordonCellRequest)(nil),     // 4: drover.bbs.v1.CordonCellRequest
+	(*CordonCellResponse)(nil),    // 5: drover.bbs.v1.CordonCellResponse
+	(*UncordonCellRequest)(nil),   // 6: drover.bbs.v1.UncordonCellRequest
+	(*UncordonCellResponse)(nil),  // 7: drover.bbs.v1.UncordonCellResponse
+	(*HeartbeatCellRequest)(nil),  // 8: drover.bbs.v1.HeartbeatCellRequest
+	(*HeartbeatCellResponse)(nil), // 9: drover.bbs.v1.HeartbeatCellResponse
+	(*RemoveCellRequest)(nil),     // 10: drover.bbs.v1.RemoveCellRequest
+	(*RemoveCellResponse)(nil),    // 11: drover.bbs.v1.RemoveCellResponse
+	(*ListCellsRequest)(nil),      // 12: drover.bbs.v1.ListCellsRequest
+	(*ListCellsResponse)(nil),     // 13: drover.bbs.v1.ListCellsResponse
+	(*AcquireLockRequest)(nil),    // 14: drover.bbs.v1.AcquireLockRequest
+	(*AcquireLockResponse)(nil),   // 15: drover.bbs.v1.AcquireLockResponse
+	(*ReleaseLockRequest)(nil),    // 16: drover.bbs.v1.ReleaseLockRequest
+	(*ReleaseLockResponse)(nil),   // 17: drover.bbs.v1.ReleaseLockResponse
+	(*FetchLockRequest)(nil),      // 18: drover.bbs.v1.FetchLockRequest
+	(*FetchLockResponse)(nil),     // 19: drover.bbs.v1.FetchLockResponse
+	(*ListLocksRequest)(nil),      // 20: drover.bbs.v1.ListLocksRequest
+	(*ListLocksResponse)(nil),     // 21: drover.bbs.v1.ListLocksResponse
+	(*v1.CellPresence)(nil),       // 22: drover.models.v1.CellPresence
+	(*v1.Lock)(nil),               // 23: drover.models.v1.Lock
 }
 var file_drover_bbs_v1_cluster_service_proto_depIdxs = []int32{
-	18, // 0: drover.bbs.v1.HeartbeatCellRequest.cell_presence:type_name -> drover.models.v1.CellPresence
-	18, // 1: drover.bbs.v1.ListCellsResponse.cells:type_name -> drover.models.v1.CellPresence
-	19, // 2: drover.bbs.v1.AcquireLockResponse.lock:type_name -> drover.models.v1.Lock
-	19, // 3: drover.bbs.v1.FetchLockResponse.lock:type_name -> drover.models.v1.Lock
-	19, // 4: drover.bbs.v1.ListLocksResponse.locks:type_name -> drover.models.v1.Lock
+	22, // 0: drover.bbs.v1.HeartbeatCellRequest.cell_presence:type_name -> drover.models.v1.CellPresence
+	22, // 1: drover.bbs.v1.ListCellsResponse.cells:type_name -> drover.models.v1.CellPresence
+	23, // 2: drover.bbs.v1.AcquireLockResponse.lock:type_name -> drover.models.v1.Lock
+	23, // 3: drover.bbs.v1.FetchLockResponse.lock:type_name -> drover.models.v1.Lock
+	23, // 4: drover.bbs.v1.ListLocksResponse.locks:type_name -> drover.models.v1.Lock
 	0,  // 5: drover.bbs.v1.DomainService.UpsertDomain:input_type -> drover.bbs.v1.UpsertDomainRequest
 	2,  // 6: drover.bbs.v1.DomainService.ListDomains:input_type -> drover.bbs.v1.ListDomainsRequest
-	4,  // 7: drover.bbs.v1.CellService.HeartbeatCell:input_type -> drover.bbs.v1.HeartbeatCellRequest
-	6,  // 8: drover.bbs.v1.CellService.RemoveCell:input_type -> drover.bbs.v1.RemoveCellRequest
-	8,  // 9: drover.bbs.v1.CellService.ListCells:input_type -> drover.bbs.v1.ListCellsRequest
-	10, // 10: drover.bbs.v1.LockService.AcquireLock:input_type -> drover.bbs.v1.AcquireLockRequest
-	12, // 11: drover.bbs.v1.LockService.ReleaseLock:input_type -> drover.bbs.v1.ReleaseLockRequest
-	14, // 12: drover.bbs.v1.LockService.FetchLock:input_type -> drover.bbs.v1.FetchLockRequest
-	16, // 13: drover.bbs.v1.LockService.ListLocks:input_type -> drover.bbs.v1.ListLocksRequest
-	1,  // 14: drover.bbs.v1.DomainService.UpsertDomain:output_type -> drover.bbs.v1.UpsertDomainResponse
-	3,  // 15: drover.bbs.v1.DomainService.ListDomains:output_type -> drover.bbs.v1.ListDomainsResponse
-	5,  // 16: drover.bbs.v1.CellService.HeartbeatCell:output_type -> drover.bbs.v1.HeartbeatCellResponse
-	7,  // 17: drover.bbs.v1.CellService.RemoveCell:output_type -> drover.bbs.v1.RemoveCellResponse
-	9,  // 18: drover.bbs.v1.CellService.ListCells:output_type -> drover.bbs.v1.ListCellsResponse
-	11, // 19: drover.bbs.v1.LockService.AcquireLock:output_type -> drover.bbs.v1.AcquireLockResponse
-	13, // 20: drover.bbs.v1.LockService.ReleaseLock:output_type -> drover.bbs.v1.ReleaseLockResponse
-	15, // 21: drover.bbs.v1.LockService.FetchLock:output_type -> drover.bbs.v1.FetchLockResponse
-	17, // 22: drover.bbs.v1.LockService.ListLocks:output_type -> drover.bbs.v1.ListLocksResponse
-	14, // [14:23] is the sub-list for method output_type
-	5,  // [5:14] is the sub-list for method input_type
+	8,  // 7: drover.bbs.v1.CellService.HeartbeatCell:input_type -> drover.bbs.v1.HeartbeatCellRequest
+	10, // 8: drover.bbs.v1.CellService.RemoveCell:input_type -> drover.bbs.v1.RemoveCellRequest
+	12, // 9: drover.bbs.v1.CellService.ListCells:input_type -> drover.bbs.v1.ListCellsRequest
+	4,  // 10: drover.bbs.v1.CellService.CordonCell:input_type -> drover.bbs.v1.CordonCellRequest
+	6,  // 11: drover.bbs.v1.CellService.UncordonCell:input_type -> drover.bbs.v1.UncordonCellRequest
+	14, // 12: drover.bbs.v1.LockService.AcquireLock:input_type -> drover.bbs.v1.AcquireLockRequest
+	16, // 13: drover.bbs.v1.LockService.ReleaseLock:input_type -> drover.bbs.v1.ReleaseLockRequest
+	18, // 14: drover.bbs.v1.LockService.FetchLock:input_type -> drover.bbs.v1.FetchLockRequest
+	20, // 15: drover.bbs.v1.LockService.ListLocks:input_type -> drover.bbs.v1.ListLocksRequest
+	1,  // 16: drover.bbs.v1.DomainService.UpsertDomain:output_type -> drover.bbs.v1.UpsertDomainResponse
+	3,  // 17: drover.bbs.v1.DomainService.ListDomains:output_type -> drover.bbs.v1.ListDomainsResponse
+	9,  // 18: drover.bbs.v1.CellService.HeartbeatCell:output_type -> drover.bbs.v1.HeartbeatCellResponse
+	11, // 19: drover.bbs.v1.CellService.RemoveCell:output_type -> drover.bbs.v1.RemoveCellResponse
+	13, // 20: drover.bbs.v1.CellService.ListCells:output_type -> drover.bbs.v1.ListCellsResponse
+	5,  // 21: drover.bbs.v1.CellService.CordonCell:output_type -> drover.bbs.v1.CordonCellResponse
+	7,  // 22: drover.bbs.v1.CellService.UncordonCell:output_type -> drover.bbs.v1.UncordonCellResponse
+	15, // 23: drover.bbs.v1.LockService.AcquireLock:output_type -> drover.bbs.v1.AcquireLockResponse
+	17, // 24: drover.bbs.v1.LockService.ReleaseLock:output_type -> drover.bbs.v1.ReleaseLockResponse
+	19, // 25: drover.bbs.v1.LockService.FetchLock:output_type -> drover.bbs.v1.FetchLockResponse
+	21, // 26: drover.bbs.v1.LockService.ListLocks:output_type -> drover.bbs.v1.ListLocksResponse
+	16, // [16:27] is the sub-list for method output_type
+	5,  // [5:16] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -959,7 +1158,7 @@ func file_drover_bbs_v1_cluster_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_cluster_service_proto_rawDesc), len(file_drover_bbs_v1_cluster_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

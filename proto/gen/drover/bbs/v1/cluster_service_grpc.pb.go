@@ -170,6 +170,8 @@ const (
 	CellService_HeartbeatCell_FullMethodName = "/drover.bbs.v1.CellService/HeartbeatCell"
 	CellService_RemoveCell_FullMethodName    = "/drover.bbs.v1.CellService/RemoveCell"
 	CellService_ListCells_FullMethodName     = "/drover.bbs.v1.CellService/ListCells"
+	CellService_CordonCell_FullMethodName    = "/drover.bbs.v1.CellService/CordonCell"
+	CellService_UncordonCell_FullMethodName  = "/drover.bbs.v1.CellService/UncordonCell"
 )
 
 // CellServiceClient is the client API for CellService service.
@@ -184,6 +186,12 @@ type CellServiceClient interface {
 	RemoveCell(ctx context.Context, in *RemoveCellRequest, opts ...grpc.CallOption) (*RemoveCellResponse, error)
 	// ListCells lists live cells.
 	ListCells(ctx context.Context, in *ListCellsRequest, opts ...grpc.CallOption) (*ListCellsResponse, error)
+	// CordonCell makes a cell take no new work (the auctioneer skips it) without touching
+	// what runs there. The cordon is kept by cell id, across presence renewals and rep
+	// restarts, until UncordonCell. Cordoning a cordoned cell updates the reason.
+	CordonCell(ctx context.Context, in *CordonCellRequest, opts ...grpc.CallOption) (*CordonCellResponse, error)
+	// UncordonCell lifts a cordon; lifting none is not an error.
+	UncordonCell(ctx context.Context, in *UncordonCellRequest, opts ...grpc.CallOption) (*UncordonCellResponse, error)
 }
 
 type cellServiceClient struct {
@@ -224,6 +232,26 @@ func (c *cellServiceClient) ListCells(ctx context.Context, in *ListCellsRequest,
 	return out, nil
 }
 
+func (c *cellServiceClient) CordonCell(ctx context.Context, in *CordonCellRequest, opts ...grpc.CallOption) (*CordonCellResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CordonCellResponse)
+	err := c.cc.Invoke(ctx, CellService_CordonCell_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cellServiceClient) UncordonCell(ctx context.Context, in *UncordonCellRequest, opts ...grpc.CallOption) (*UncordonCellResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UncordonCellResponse)
+	err := c.cc.Invoke(ctx, CellService_UncordonCell_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CellServiceServer is the server API for CellService service.
 // All implementations must embed UnimplementedCellServiceServer
 // for forward compatibility.
@@ -236,6 +264,12 @@ type CellServiceServer interface {
 	RemoveCell(context.Context, *RemoveCellRequest) (*RemoveCellResponse, error)
 	// ListCells lists live cells.
 	ListCells(context.Context, *ListCellsRequest) (*ListCellsResponse, error)
+	// CordonCell makes a cell take no new work (the auctioneer skips it) without touching
+	// what runs there. The cordon is kept by cell id, across presence renewals and rep
+	// restarts, until UncordonCell. Cordoning a cordoned cell updates the reason.
+	CordonCell(context.Context, *CordonCellRequest) (*CordonCellResponse, error)
+	// UncordonCell lifts a cordon; lifting none is not an error.
+	UncordonCell(context.Context, *UncordonCellRequest) (*UncordonCellResponse, error)
 	mustEmbedUnimplementedCellServiceServer()
 }
 
@@ -254,6 +288,12 @@ func (UnimplementedCellServiceServer) RemoveCell(context.Context, *RemoveCellReq
 }
 func (UnimplementedCellServiceServer) ListCells(context.Context, *ListCellsRequest) (*ListCellsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListCells not implemented")
+}
+func (UnimplementedCellServiceServer) CordonCell(context.Context, *CordonCellRequest) (*CordonCellResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CordonCell not implemented")
+}
+func (UnimplementedCellServiceServer) UncordonCell(context.Context, *UncordonCellRequest) (*UncordonCellResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UncordonCell not implemented")
 }
 func (UnimplementedCellServiceServer) mustEmbedUnimplementedCellServiceServer() {}
 func (UnimplementedCellServiceServer) testEmbeddedByValue()                     {}
@@ -330,6 +370,42 @@ func _CellService_ListCells_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CellService_CordonCell_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CordonCellRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CellServiceServer).CordonCell(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CellService_CordonCell_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CellServiceServer).CordonCell(ctx, req.(*CordonCellRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CellService_UncordonCell_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UncordonCellRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CellServiceServer).UncordonCell(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CellService_UncordonCell_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CellServiceServer).UncordonCell(ctx, req.(*UncordonCellRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CellService_ServiceDesc is the grpc.ServiceDesc for CellService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -348,6 +424,14 @@ var CellService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCells",
 			Handler:    _CellService_ListCells_Handler,
+		},
+		{
+			MethodName: "CordonCell",
+			Handler:    _CellService_CordonCell_Handler,
+		},
+		{
+			MethodName: "UncordonCell",
+			Handler:    _CellService_UncordonCell_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

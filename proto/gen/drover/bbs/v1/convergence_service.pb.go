@@ -71,7 +71,9 @@ type SnapshotResponse struct {
 	SchedulingInfos []*v1.DesiredLRPSchedulingInfo `protobuf:"bytes,4,rep,name=scheduling_infos,json=schedulingInfos,proto3" json:"scheduling_infos,omitempty"`
 	ActualLrps      []*v1.ActualLRP                `protobuf:"bytes,5,rep,name=actual_lrps,json=actualLrps,proto3" json:"actual_lrps,omitempty"`
 	// Tasks without their task definitions, except the completion callback URL.
-	Tasks         []*v1.Task `protobuf:"bytes,6,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks []*v1.Task `protobuf:"bytes,6,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Whether an operator paused destructive convergence (first message only).
+	Paused        bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -146,6 +148,13 @@ func (x *SnapshotResponse) GetTasks() []*v1.Task {
 		return x.Tasks
 	}
 	return nil
+}
+
+func (x *SnapshotResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
 }
 
 // LRPRowCondition names the ActualLRP row an action was decided on, as the snapshot
@@ -650,12 +659,990 @@ func (x *ApplyLRPActionsResponse) GetResults() []*LRPActionResult {
 	return nil
 }
 
+// TaskRowCondition names a task as the snapshot showed it; the action applies only
+// while the task still has this state and updated_at.
+type TaskRowCondition struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskGuid string                 `protobuf:"bytes,1,opt,name=task_guid,json=taskGuid,proto3" json:"task_guid,omitempty"`
+	State    v1.TaskState           `protobuf:"varint,2,opt,name=state,proto3,enum=drover.models.v1.TaskState" json:"state,omitempty"`
+	// Unix nanoseconds.
+	UpdatedAt     int64 `protobuf:"varint,3,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskRowCondition) Reset() {
+	*x = TaskRowCondition{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskRowCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskRowCondition) ProtoMessage() {}
+
+func (x *TaskRowCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskRowCondition.ProtoReflect.Descriptor instead.
+func (*TaskRowCondition) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskRowCondition) GetTaskGuid() string {
+	if x != nil {
+		return x.TaskGuid
+	}
+	return ""
+}
+
+func (x *TaskRowCondition) GetState() v1.TaskState {
+	if x != nil {
+		return x.State
+	}
+	return v1.TaskState(0)
+}
+
+func (x *TaskRowCondition) GetUpdatedAt() int64 {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return 0
+}
+
+// FailTaskAction completes a PENDING or RUNNING task as failed.
+type FailTaskAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *TaskRowCondition      `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	FailureReason string                 `protobuf:"bytes,2,opt,name=failure_reason,json=failureReason,proto3" json:"failure_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailTaskAction) Reset() {
+	*x = FailTaskAction{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailTaskAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailTaskAction) ProtoMessage() {}
+
+func (x *FailTaskAction) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailTaskAction.ProtoReflect.Descriptor instead.
+func (*FailTaskAction) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FailTaskAction) GetTask() *TaskRowCondition {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *FailTaskAction) GetFailureReason() string {
+	if x != nil {
+		return x.FailureReason
+	}
+	return ""
+}
+
+// TaskAction is one corrective task action of a convergence plan.
+type TaskAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the converger decided it (logged by the BBS with the outcome).
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Types that are valid to be assigned to Action:
+	//
+	//	*TaskAction_Fail
+	//	*TaskAction_Kick
+	//	*TaskAction_DemoteResolving
+	//	*TaskAction_DeleteCompleted
+	//	*TaskAction_RetryCallback
+	Action        isTaskAction_Action `protobuf_oneof:"action"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskAction) Reset() {
+	*x = TaskAction{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskAction) ProtoMessage() {}
+
+func (x *TaskAction) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskAction.ProtoReflect.Descriptor instead.
+func (*TaskAction) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TaskAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskAction) GetAction() isTaskAction_Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *TaskAction) GetFail() *FailTaskAction {
+	if x != nil {
+		if x, ok := x.Action.(*TaskAction_Fail); ok {
+			return x.Fail
+		}
+	}
+	return nil
+}
+
+func (x *TaskAction) GetKick() *TaskRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*TaskAction_Kick); ok {
+			return x.Kick
+		}
+	}
+	return nil
+}
+
+func (x *TaskAction) GetDemoteResolving() *TaskRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*TaskAction_DemoteResolving); ok {
+			return x.DemoteResolving
+		}
+	}
+	return nil
+}
+
+func (x *TaskAction) GetDeleteCompleted() *TaskRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*TaskAction_DeleteCompleted); ok {
+			return x.DeleteCompleted
+		}
+	}
+	return nil
+}
+
+func (x *TaskAction) GetRetryCallback() *TaskRowCondition {
+	if x != nil {
+		if x, ok := x.Action.(*TaskAction_RetryCallback); ok {
+			return x.RetryCallback
+		}
+	}
+	return nil
+}
+
+type isTaskAction_Action interface {
+	isTaskAction_Action()
+}
+
+type TaskAction_Fail struct {
+	// PENDING expired, or RUNNING on a vanished cell → COMPLETED, failed.
+	Fail *FailTaskAction `protobuf:"bytes,10,opt,name=fail,proto3,oneof"`
+}
+
+type TaskAction_Kick struct {
+	// PENDING → sent to the auctioneer again (the row is unchanged).
+	Kick *TaskRowCondition `protobuf:"bytes,11,opt,name=kick,proto3,oneof"`
+}
+
+type TaskAction_DemoteResolving struct {
+	// RESOLVING stuck → COMPLETED, so the callback is retried.
+	DemoteResolving *TaskRowCondition `protobuf:"bytes,12,opt,name=demote_resolving,json=demoteResolving,proto3,oneof"`
+}
+
+type TaskAction_DeleteCompleted struct {
+	// COMPLETED long ago → deleted.
+	DeleteCompleted *TaskRowCondition `protobuf:"bytes,13,opt,name=delete_completed,json=deleteCompleted,proto3,oneof"`
+}
+
+type TaskAction_RetryCallback struct {
+	// COMPLETED with a callback URL → callback run again.
+	RetryCallback *TaskRowCondition `protobuf:"bytes,14,opt,name=retry_callback,json=retryCallback,proto3,oneof"`
+}
+
+func (*TaskAction_Fail) isTaskAction_Action() {}
+
+func (*TaskAction_Kick) isTaskAction_Action() {}
+
+func (*TaskAction_DemoteResolving) isTaskAction_Action() {}
+
+func (*TaskAction_DeleteCompleted) isTaskAction_Action() {}
+
+func (*TaskAction_RetryCallback) isTaskAction_Action() {}
+
+// ApplyTaskActionsRequest carries the task part of one plan.
+type ApplyTaskActionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Actions       []*TaskAction          `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyTaskActionsRequest) Reset() {
+	*x = ApplyTaskActionsRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyTaskActionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyTaskActionsRequest) ProtoMessage() {}
+
+func (x *ApplyTaskActionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyTaskActionsRequest.ProtoReflect.Descriptor instead.
+func (*ApplyTaskActionsRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ApplyTaskActionsRequest) GetActions() []*TaskAction {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+// TaskActionResult says what became of one task action, in request order.
+type TaskActionResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Applied bool                   `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// Set when the action was refused: why.
+	RefusedReason string `protobuf:"bytes,2,opt,name=refused_reason,json=refusedReason,proto3" json:"refused_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskActionResult) Reset() {
+	*x = TaskActionResult{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskActionResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskActionResult) ProtoMessage() {}
+
+func (x *TaskActionResult) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskActionResult.ProtoReflect.Descriptor instead.
+func (*TaskActionResult) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TaskActionResult) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *TaskActionResult) GetRefusedReason() string {
+	if x != nil {
+		return x.RefusedReason
+	}
+	return ""
+}
+
+// ApplyTaskActionsResponse has one result per action.
+type ApplyTaskActionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TaskActionResult    `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyTaskActionsResponse) Reset() {
+	*x = ApplyTaskActionsResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyTaskActionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyTaskActionsResponse) ProtoMessage() {}
+
+func (x *ApplyTaskActionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyTaskActionsResponse.ProtoReflect.Descriptor instead.
+func (*ApplyTaskActionsResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ApplyTaskActionsResponse) GetResults() []*TaskActionResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// ConvergencePass summarises one convergence pass.
+type ConvergencePass struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The converger that ran it (its lock owner id).
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Unix nanoseconds of the snapshot.
+	TakenAt int64 `protobuf:"varint,2,opt,name=taken_at,json=takenAt,proto3" json:"taken_at,omitempty"`
+	// Phase durations in nanoseconds.
+	SnapshotNanos int64 `protobuf:"varint,3,opt,name=snapshot_nanos,json=snapshotNanos,proto3" json:"snapshot_nanos,omitempty"`
+	PlanNanos     int64 `protobuf:"varint,4,opt,name=plan_nanos,json=planNanos,proto3" json:"plan_nanos,omitempty"`
+	ApplyNanos    int64 `protobuf:"varint,5,opt,name=apply_nanos,json=applyNanos,proto3" json:"apply_nanos,omitempty"`
+	// Whether destructive actions were held back (maintenance).
+	Paused         bool  `protobuf:"varint,6,opt,name=paused,proto3" json:"paused,omitempty"`
+	DesiredLrps    int32 `protobuf:"varint,7,opt,name=desired_lrps,json=desiredLrps,proto3" json:"desired_lrps,omitempty"`
+	ActualLrps     int32 `protobuf:"varint,8,opt,name=actual_lrps,json=actualLrps,proto3" json:"actual_lrps,omitempty"`
+	Missing        int32 `protobuf:"varint,9,opt,name=missing,proto3" json:"missing,omitempty"`
+	Extra          int32 `protobuf:"varint,10,opt,name=extra,proto3" json:"extra,omitempty"`
+	Orphaned       int32 `protobuf:"varint,11,opt,name=orphaned,proto3" json:"orphaned,omitempty"`
+	Crashed        int32 `protobuf:"varint,12,opt,name=crashed,proto3" json:"crashed,omitempty"`
+	Restarted      int32 `protobuf:"varint,13,opt,name=restarted,proto3" json:"restarted,omitempty"`
+	StaleUnclaimed int32 `protobuf:"varint,14,opt,name=stale_unclaimed,json=staleUnclaimed,proto3" json:"stale_unclaimed,omitempty"`
+	SuspectRunning int32 `protobuf:"varint,15,opt,name=suspect_running,json=suspectRunning,proto3" json:"suspect_running,omitempty"`
+	SuspectClaimed int32 `protobuf:"varint,16,opt,name=suspect_claimed,json=suspectClaimed,proto3" json:"suspect_claimed,omitempty"`
+	Retired        int32 `protobuf:"varint,17,opt,name=retired,proto3" json:"retired,omitempty"`
+	// Extra or orphaned rows kept because their domain is stale / the converger is paused.
+	KeptStale    int32 `protobuf:"varint,18,opt,name=kept_stale,json=keptStale,proto3" json:"kept_stale,omitempty"`
+	KeptPaused   int32 `protobuf:"varint,19,opt,name=kept_paused,json=keptPaused,proto3" json:"kept_paused,omitempty"`
+	PresentCells int32 `protobuf:"varint,20,opt,name=present_cells,json=presentCells,proto3" json:"present_cells,omitempty"`
+	SuspectCells int32 `protobuf:"varint,21,opt,name=suspect_cells,json=suspectCells,proto3" json:"suspect_cells,omitempty"`
+	TasksKicked  int32 `protobuf:"varint,22,opt,name=tasks_kicked,json=tasksKicked,proto3" json:"tasks_kicked,omitempty"`
+	TasksFailed  int32 `protobuf:"varint,23,opt,name=tasks_failed,json=tasksFailed,proto3" json:"tasks_failed,omitempty"`
+	TasksDeleted int32 `protobuf:"varint,24,opt,name=tasks_deleted,json=tasksDeleted,proto3" json:"tasks_deleted,omitempty"`
+	// Outcome of the conditional writes.
+	ActionsApplied int32    `protobuf:"varint,25,opt,name=actions_applied,json=actionsApplied,proto3" json:"actions_applied,omitempty"`
+	ActionsRefused int32    `protobuf:"varint,26,opt,name=actions_refused,json=actionsRefused,proto3" json:"actions_refused,omitempty"`
+	ActionsFailed  int32    `protobuf:"varint,27,opt,name=actions_failed,json=actionsFailed,proto3" json:"actions_failed,omitempty"`
+	FreshDomains   []string `protobuf:"bytes,28,rep,name=fresh_domains,json=freshDomains,proto3" json:"fresh_domains,omitempty"`
+	// Set when the pass failed (e.g. the snapshot could not be taken).
+	Error         string `protobuf:"bytes,29,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvergencePass) Reset() {
+	*x = ConvergencePass{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvergencePass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvergencePass) ProtoMessage() {}
+
+func (x *ConvergencePass) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvergencePass.ProtoReflect.Descriptor instead.
+func (*ConvergencePass) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ConvergencePass) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *ConvergencePass) GetTakenAt() int64 {
+	if x != nil {
+		return x.TakenAt
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetSnapshotNanos() int64 {
+	if x != nil {
+		return x.SnapshotNanos
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetPlanNanos() int64 {
+	if x != nil {
+		return x.PlanNanos
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetApplyNanos() int64 {
+	if x != nil {
+		return x.ApplyNanos
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ConvergencePass) GetDesiredLrps() int32 {
+	if x != nil {
+		return x.DesiredLrps
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetActualLrps() int32 {
+	if x != nil {
+		return x.ActualLrps
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetMissing() int32 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetExtra() int32 {
+	if x != nil {
+		return x.Extra
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetOrphaned() int32 {
+	if x != nil {
+		return x.Orphaned
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetCrashed() int32 {
+	if x != nil {
+		return x.Crashed
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetRestarted() int32 {
+	if x != nil {
+		return x.Restarted
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetStaleUnclaimed() int32 {
+	if x != nil {
+		return x.StaleUnclaimed
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetSuspectRunning() int32 {
+	if x != nil {
+		return x.SuspectRunning
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetSuspectClaimed() int32 {
+	if x != nil {
+		return x.SuspectClaimed
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetRetired() int32 {
+	if x != nil {
+		return x.Retired
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetKeptStale() int32 {
+	if x != nil {
+		return x.KeptStale
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetKeptPaused() int32 {
+	if x != nil {
+		return x.KeptPaused
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetPresentCells() int32 {
+	if x != nil {
+		return x.PresentCells
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetSuspectCells() int32 {
+	if x != nil {
+		return x.SuspectCells
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetTasksKicked() int32 {
+	if x != nil {
+		return x.TasksKicked
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetTasksFailed() int32 {
+	if x != nil {
+		return x.TasksFailed
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetTasksDeleted() int32 {
+	if x != nil {
+		return x.TasksDeleted
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetActionsApplied() int32 {
+	if x != nil {
+		return x.ActionsApplied
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetActionsRefused() int32 {
+	if x != nil {
+		return x.ActionsRefused
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetActionsFailed() int32 {
+	if x != nil {
+		return x.ActionsFailed
+	}
+	return 0
+}
+
+func (x *ConvergencePass) GetFreshDomains() []string {
+	if x != nil {
+		return x.FreshDomains
+	}
+	return nil
+}
+
+func (x *ConvergencePass) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// GetConvergerStatusRequest is empty.
+type GetConvergerStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConvergerStatusRequest) Reset() {
+	*x = GetConvergerStatusRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConvergerStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConvergerStatusRequest) ProtoMessage() {}
+
+func (x *GetConvergerStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConvergerStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetConvergerStatusRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{16}
+}
+
+// GetConvergerStatusResponse is the converger's status.
+type GetConvergerStatusResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Paused       bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	PausedReason string                 `protobuf:"bytes,2,opt,name=paused_reason,json=pausedReason,proto3" json:"paused_reason,omitempty"`
+	// Unix nanoseconds of the last pause or resume.
+	ChangedAt int64 `protobuf:"varint,3,opt,name=changed_at,json=changedAt,proto3" json:"changed_at,omitempty"`
+	// The last reported pass; absent before the first.
+	LastPass *ConvergencePass `protobuf:"bytes,4,opt,name=last_pass,json=lastPass,proto3" json:"last_pass,omitempty"`
+	// Owner of the converger lock, empty when no converger holds it.
+	LockOwner     string `protobuf:"bytes,5,opt,name=lock_owner,json=lockOwner,proto3" json:"lock_owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConvergerStatusResponse) Reset() {
+	*x = GetConvergerStatusResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConvergerStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConvergerStatusResponse) ProtoMessage() {}
+
+func (x *GetConvergerStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConvergerStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetConvergerStatusResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetConvergerStatusResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *GetConvergerStatusResponse) GetPausedReason() string {
+	if x != nil {
+		return x.PausedReason
+	}
+	return ""
+}
+
+func (x *GetConvergerStatusResponse) GetChangedAt() int64 {
+	if x != nil {
+		return x.ChangedAt
+	}
+	return 0
+}
+
+func (x *GetConvergerStatusResponse) GetLastPass() *ConvergencePass {
+	if x != nil {
+		return x.LastPass
+	}
+	return nil
+}
+
+func (x *GetConvergerStatusResponse) GetLockOwner() string {
+	if x != nil {
+		return x.LockOwner
+	}
+	return ""
+}
+
+// SetConvergerPausedRequest pauses (paused=true) or resumes convergence.
+type SetConvergerPausedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetConvergerPausedRequest) Reset() {
+	*x = SetConvergerPausedRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetConvergerPausedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetConvergerPausedRequest) ProtoMessage() {}
+
+func (x *SetConvergerPausedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetConvergerPausedRequest.ProtoReflect.Descriptor instead.
+func (*SetConvergerPausedRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SetConvergerPausedRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *SetConvergerPausedRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// SetConvergerPausedResponse is the status after the change.
+type SetConvergerPausedResponse struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Status        *GetConvergerStatusResponse `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetConvergerPausedResponse) Reset() {
+	*x = SetConvergerPausedResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetConvergerPausedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetConvergerPausedResponse) ProtoMessage() {}
+
+func (x *SetConvergerPausedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetConvergerPausedResponse.ProtoReflect.Descriptor instead.
+func (*SetConvergerPausedResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetConvergerPausedResponse) GetStatus() *GetConvergerStatusResponse {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// ReportConvergencePassRequest carries a pass summary.
+type ReportConvergencePassRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pass          *ConvergencePass       `protobuf:"bytes,1,opt,name=pass,proto3" json:"pass,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportConvergencePassRequest) Reset() {
+	*x = ReportConvergencePassRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportConvergencePassRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportConvergencePassRequest) ProtoMessage() {}
+
+func (x *ReportConvergencePassRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportConvergencePassRequest.ProtoReflect.Descriptor instead.
+func (*ReportConvergencePassRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReportConvergencePassRequest) GetPass() *ConvergencePass {
+	if x != nil {
+		return x.Pass
+	}
+	return nil
+}
+
+// ReportConvergencePassResponse is empty on success.
+type ReportConvergencePassResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportConvergencePassResponse) Reset() {
+	*x = ReportConvergencePassResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportConvergencePassResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportConvergencePassResponse) ProtoMessage() {}
+
+func (x *ReportConvergencePassResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportConvergencePassResponse.ProtoReflect.Descriptor instead.
+func (*ReportConvergencePassResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{21}
+}
+
 var File_drover_bbs_v1_convergence_service_proto protoreflect.FileDescriptor
 
 const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\n" +
 	"'drover/bbs/v1/convergence_service.proto\x12\rdrover.bbs.v1\x1a!drover/models/v1/actual_lrp.proto\x1a\x1bdrover/models/v1/cell.proto\x1a\x1ddrover/models/v1/common.proto\x1a\"drover/models/v1/desired_lrp.proto\x1a\x1bdrover/models/v1/task.proto\"\x11\n" +
-	"\x0fSnapshotRequest\"\xcb\x02\n" +
+	"\x0fSnapshotRequest\"\xe3\x02\n" +
 	"\x10SnapshotResponse\x12\x19\n" +
 	"\btaken_at\x18\x01 \x01(\x03R\atakenAt\x12#\n" +
 	"\rfresh_domains\x18\x02 \x03(\tR\ffreshDomains\x124\n" +
@@ -663,7 +1650,8 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\x10scheduling_infos\x18\x04 \x03(\v2*.drover.models.v1.DesiredLRPSchedulingInfoR\x0fschedulingInfos\x12<\n" +
 	"\vactual_lrps\x18\x05 \x03(\v2\x1b.drover.models.v1.ActualLRPR\n" +
 	"actualLrps\x12,\n" +
-	"\x05tasks\x18\x06 \x03(\v2\x16.drover.models.v1.TaskR\x05tasks\"\x8a\x02\n" +
+	"\x05tasks\x18\x06 \x03(\v2\x16.drover.models.v1.TaskR\x05tasks\x12\x16\n" +
+	"\x06paused\x18\a \x01(\bR\x06paused\"\x8a\x02\n" +
 	"\x0fLRPRowCondition\x120\n" +
 	"\x03key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\x03key\x12?\n" +
 	"\bpresence\x18\x02 \x01(\x0e2#.drover.models.v1.ActualLRPPresenceR\bpresence\x126\n" +
@@ -692,10 +1680,92 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x12%\n" +
 	"\x0erefused_reason\x18\x02 \x01(\tR\rrefusedReason\"S\n" +
 	"\x17ApplyLRPActionsResponse\x128\n" +
-	"\aresults\x18\x01 \x03(\v2\x1e.drover.bbs.v1.LRPActionResultR\aresults2\xc5\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.drover.bbs.v1.LRPActionResultR\aresults\"\x81\x01\n" +
+	"\x10TaskRowCondition\x12\x1b\n" +
+	"\ttask_guid\x18\x01 \x01(\tR\btaskGuid\x121\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x1b.drover.models.v1.TaskStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"updated_at\x18\x03 \x01(\x03R\tupdatedAt\"l\n" +
+	"\x0eFailTaskAction\x123\n" +
+	"\x04task\x18\x01 \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionR\x04task\x12%\n" +
+	"\x0efailure_reason\x18\x02 \x01(\tR\rfailureReason\"\x80\x03\n" +
+	"\n" +
+	"TaskAction\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x123\n" +
+	"\x04fail\x18\n" +
+	" \x01(\v2\x1d.drover.bbs.v1.FailTaskActionH\x00R\x04fail\x125\n" +
+	"\x04kick\x18\v \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\x04kick\x12L\n" +
+	"\x10demote_resolving\x18\f \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\x0fdemoteResolving\x12L\n" +
+	"\x10delete_completed\x18\r \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\x0fdeleteCompleted\x12H\n" +
+	"\x0eretry_callback\x18\x0e \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\rretryCallbackB\b\n" +
+	"\x06action\"N\n" +
+	"\x17ApplyTaskActionsRequest\x123\n" +
+	"\aactions\x18\x01 \x03(\v2\x19.drover.bbs.v1.TaskActionR\aactions\"S\n" +
+	"\x10TaskActionResult\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12%\n" +
+	"\x0erefused_reason\x18\x02 \x01(\tR\rrefusedReason\"U\n" +
+	"\x18ApplyTaskActionsResponse\x129\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.drover.bbs.v1.TaskActionResultR\aresults\"\xc7\a\n" +
+	"\x0fConvergencePass\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x19\n" +
+	"\btaken_at\x18\x02 \x01(\x03R\atakenAt\x12%\n" +
+	"\x0esnapshot_nanos\x18\x03 \x01(\x03R\rsnapshotNanos\x12\x1d\n" +
+	"\n" +
+	"plan_nanos\x18\x04 \x01(\x03R\tplanNanos\x12\x1f\n" +
+	"\vapply_nanos\x18\x05 \x01(\x03R\n" +
+	"applyNanos\x12\x16\n" +
+	"\x06paused\x18\x06 \x01(\bR\x06paused\x12!\n" +
+	"\fdesired_lrps\x18\a \x01(\x05R\vdesiredLrps\x12\x1f\n" +
+	"\vactual_lrps\x18\b \x01(\x05R\n" +
+	"actualLrps\x12\x18\n" +
+	"\amissing\x18\t \x01(\x05R\amissing\x12\x14\n" +
+	"\x05extra\x18\n" +
+	" \x01(\x05R\x05extra\x12\x1a\n" +
+	"\borphaned\x18\v \x01(\x05R\borphaned\x12\x18\n" +
+	"\acrashed\x18\f \x01(\x05R\acrashed\x12\x1c\n" +
+	"\trestarted\x18\r \x01(\x05R\trestarted\x12'\n" +
+	"\x0fstale_unclaimed\x18\x0e \x01(\x05R\x0estaleUnclaimed\x12'\n" +
+	"\x0fsuspect_running\x18\x0f \x01(\x05R\x0esuspectRunning\x12'\n" +
+	"\x0fsuspect_claimed\x18\x10 \x01(\x05R\x0esuspectClaimed\x12\x18\n" +
+	"\aretired\x18\x11 \x01(\x05R\aretired\x12\x1d\n" +
+	"\n" +
+	"kept_stale\x18\x12 \x01(\x05R\tkeptStale\x12\x1f\n" +
+	"\vkept_paused\x18\x13 \x01(\x05R\n" +
+	"keptPaused\x12#\n" +
+	"\rpresent_cells\x18\x14 \x01(\x05R\fpresentCells\x12#\n" +
+	"\rsuspect_cells\x18\x15 \x01(\x05R\fsuspectCells\x12!\n" +
+	"\ftasks_kicked\x18\x16 \x01(\x05R\vtasksKicked\x12!\n" +
+	"\ftasks_failed\x18\x17 \x01(\x05R\vtasksFailed\x12#\n" +
+	"\rtasks_deleted\x18\x18 \x01(\x05R\ftasksDeleted\x12'\n" +
+	"\x0factions_applied\x18\x19 \x01(\x05R\x0eactionsApplied\x12'\n" +
+	"\x0factions_refused\x18\x1a \x01(\x05R\x0eactionsRefused\x12%\n" +
+	"\x0eactions_failed\x18\x1b \x01(\x05R\ractionsFailed\x12#\n" +
+	"\rfresh_domains\x18\x1c \x03(\tR\ffreshDomains\x12\x14\n" +
+	"\x05error\x18\x1d \x01(\tR\x05error\"\x1b\n" +
+	"\x19GetConvergerStatusRequest\"\xd4\x01\n" +
+	"\x1aGetConvergerStatusResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12#\n" +
+	"\rpaused_reason\x18\x02 \x01(\tR\fpausedReason\x12\x1d\n" +
+	"\n" +
+	"changed_at\x18\x03 \x01(\x03R\tchangedAt\x12;\n" +
+	"\tlast_pass\x18\x04 \x01(\v2\x1e.drover.bbs.v1.ConvergencePassR\blastPass\x12\x1d\n" +
+	"\n" +
+	"lock_owner\x18\x05 \x01(\tR\tlockOwner\"K\n" +
+	"\x19SetConvergerPausedRequest\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"_\n" +
+	"\x1aSetConvergerPausedResponse\x12A\n" +
+	"\x06status\x18\x01 \x01(\v2).drover.bbs.v1.GetConvergerStatusResponseR\x06status\"R\n" +
+	"\x1cReportConvergencePassRequest\x122\n" +
+	"\x04pass\x18\x01 \x01(\v2\x1e.drover.bbs.v1.ConvergencePassR\x04pass\"\x1f\n" +
+	"\x1dReportConvergencePassResponse2\xf4\x04\n" +
 	"\x12ConvergenceService\x12M\n" +
 	"\bSnapshot\x12\x1e.drover.bbs.v1.SnapshotRequest\x1a\x1f.drover.bbs.v1.SnapshotResponse0\x01\x12`\n" +
-	"\x0fApplyLRPActions\x12%.drover.bbs.v1.ApplyLRPActionsRequest\x1a&.drover.bbs.v1.ApplyLRPActionsResponseB\xac\x01\n" +
+	"\x0fApplyLRPActions\x12%.drover.bbs.v1.ApplyLRPActionsRequest\x1a&.drover.bbs.v1.ApplyLRPActionsResponse\x12c\n" +
+	"\x10ApplyTaskActions\x12&.drover.bbs.v1.ApplyTaskActionsRequest\x1a'.drover.bbs.v1.ApplyTaskActionsResponse\x12i\n" +
+	"\x12GetConvergerStatus\x12(.drover.bbs.v1.GetConvergerStatusRequest\x1a).drover.bbs.v1.GetConvergerStatusResponse\x12i\n" +
+	"\x12SetConvergerPaused\x12(.drover.bbs.v1.SetConvergerPausedRequest\x1a).drover.bbs.v1.SetConvergerPausedResponse\x12r\n" +
+	"\x15ReportConvergencePass\x12+.drover.bbs.v1.ReportConvergencePassRequest\x1a,.drover.bbs.v1.ReportConvergencePassResponseB\xac\x01\n" +
 	"\x11com.drover.bbs.v1B\x17ConvergenceServiceProtoP\x01Z(drover.dev/proto/gen/drover/bbs/v1;bbsv1\xa2\x02\x03DBX\xaa\x02\rDrover.Bbs.V1\xca\x02\rDrover\\Bbs\\V1\xe2\x02\x19Drover\\Bbs\\V1\\GPBMetadata\xea\x02\x0fDrover::Bbs::V1b\x06proto3"
 
 var (
@@ -710,37 +1780,51 @@ func file_drover_bbs_v1_convergence_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_convergence_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_drover_bbs_v1_convergence_service_proto_goTypes = []any{
-	(*SnapshotRequest)(nil),             // 0: drover.bbs.v1.SnapshotRequest
-	(*SnapshotResponse)(nil),            // 1: drover.bbs.v1.SnapshotResponse
-	(*LRPRowCondition)(nil),             // 2: drover.bbs.v1.LRPRowCondition
-	(*CreateMissingLRPAction)(nil),      // 3: drover.bbs.v1.CreateMissingLRPAction
-	(*PromoteSuspectLRPAction)(nil),     // 4: drover.bbs.v1.PromoteSuspectLRPAction
-	(*LRPAction)(nil),                   // 5: drover.bbs.v1.LRPAction
-	(*ApplyLRPActionsRequest)(nil),      // 6: drover.bbs.v1.ApplyLRPActionsRequest
-	(*LRPActionResult)(nil),             // 7: drover.bbs.v1.LRPActionResult
-	(*ApplyLRPActionsResponse)(nil),     // 8: drover.bbs.v1.ApplyLRPActionsResponse
-	(*v1.CellPresence)(nil),             // 9: drover.models.v1.CellPresence
-	(*v1.DesiredLRPSchedulingInfo)(nil), // 10: drover.models.v1.DesiredLRPSchedulingInfo
-	(*v1.ActualLRP)(nil),                // 11: drover.models.v1.ActualLRP
-	(*v1.Task)(nil),                     // 12: drover.models.v1.Task
-	(*v1.ActualLRPKey)(nil),             // 13: drover.models.v1.ActualLRPKey
-	(v1.ActualLRPPresence)(0),           // 14: drover.models.v1.ActualLRPPresence
-	(v1.ActualLRPState)(0),              // 15: drover.models.v1.ActualLRPState
-	(*v1.ModificationTag)(nil),          // 16: drover.models.v1.ModificationTag
+	(*SnapshotRequest)(nil),               // 0: drover.bbs.v1.SnapshotRequest
+	(*SnapshotResponse)(nil),              // 1: drover.bbs.v1.SnapshotResponse
+	(*LRPRowCondition)(nil),               // 2: drover.bbs.v1.LRPRowCondition
+	(*CreateMissingLRPAction)(nil),        // 3: drover.bbs.v1.CreateMissingLRPAction
+	(*PromoteSuspectLRPAction)(nil),       // 4: drover.bbs.v1.PromoteSuspectLRPAction
+	(*LRPAction)(nil),                     // 5: drover.bbs.v1.LRPAction
+	(*ApplyLRPActionsRequest)(nil),        // 6: drover.bbs.v1.ApplyLRPActionsRequest
+	(*LRPActionResult)(nil),               // 7: drover.bbs.v1.LRPActionResult
+	(*ApplyLRPActionsResponse)(nil),       // 8: drover.bbs.v1.ApplyLRPActionsResponse
+	(*TaskRowCondition)(nil),              // 9: drover.bbs.v1.TaskRowCondition
+	(*FailTaskAction)(nil),                // 10: drover.bbs.v1.FailTaskAction
+	(*TaskAction)(nil),                    // 11: drover.bbs.v1.TaskAction
+	(*ApplyTaskActionsRequest)(nil),       // 12: drover.bbs.v1.ApplyTaskActionsRequest
+	(*TaskActionResult)(nil),              // 13: drover.bbs.v1.TaskActionResult
+	(*ApplyTaskActionsResponse)(nil),      // 14: drover.bbs.v1.ApplyTaskActionsResponse
+	(*ConvergencePass)(nil),               // 15: drover.bbs.v1.ConvergencePass
+	(*GetConvergerStatusRequest)(nil),     // 16: drover.bbs.v1.GetConvergerStatusRequest
+	(*GetConvergerStatusResponse)(nil),    // 17: drover.bbs.v1.GetConvergerStatusResponse
+	(*SetConvergerPausedRequest)(nil),     // 18: drover.bbs.v1.SetConvergerPausedRequest
+	(*SetConvergerPausedResponse)(nil),    // 19: drover.bbs.v1.SetConvergerPausedResponse
+	(*ReportConvergencePassRequest)(nil),  // 20: drover.bbs.v1.ReportConvergencePassRequest
+	(*ReportConvergencePassResponse)(nil), // 21: drover.bbs.v1.ReportConvergencePassResponse
+	(*v1.CellPresence)(nil),               // 22: drover.models.v1.CellPresence
+	(*v1.DesiredLRPSchedulingInfo)(nil),   // 23: drover.models.v1.DesiredLRPSchedulingInfo
+	(*v1.ActualLRP)(nil),                  // 24: drover.models.v1.ActualLRP
+	(*v1.Task)(nil),                       // 25: drover.models.v1.Task
+	(*v1.ActualLRPKey)(nil),               // 26: drover.models.v1.ActualLRPKey
+	(v1.ActualLRPPresence)(0),             // 27: drover.models.v1.ActualLRPPresence
+	(v1.ActualLRPState)(0),                // 28: drover.models.v1.ActualLRPState
+	(*v1.ModificationTag)(nil),            // 29: drover.models.v1.ModificationTag
+	(v1.TaskState)(0),                     // 30: drover.models.v1.TaskState
 }
 var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
-	9,  // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
-	10, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
-	11, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
-	12, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
-	13, // 4: drover.bbs.v1.LRPRowCondition.key:type_name -> drover.models.v1.ActualLRPKey
-	14, // 5: drover.bbs.v1.LRPRowCondition.presence:type_name -> drover.models.v1.ActualLRPPresence
-	15, // 6: drover.bbs.v1.LRPRowCondition.state:type_name -> drover.models.v1.ActualLRPState
-	16, // 7: drover.bbs.v1.LRPRowCondition.modification_tag:type_name -> drover.models.v1.ModificationTag
-	13, // 8: drover.bbs.v1.CreateMissingLRPAction.key:type_name -> drover.models.v1.ActualLRPKey
-	16, // 9: drover.bbs.v1.CreateMissingLRPAction.desired_modification_tag:type_name -> drover.models.v1.ModificationTag
+	22, // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
+	23, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
+	24, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
+	25, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
+	26, // 4: drover.bbs.v1.LRPRowCondition.key:type_name -> drover.models.v1.ActualLRPKey
+	27, // 5: drover.bbs.v1.LRPRowCondition.presence:type_name -> drover.models.v1.ActualLRPPresence
+	28, // 6: drover.bbs.v1.LRPRowCondition.state:type_name -> drover.models.v1.ActualLRPState
+	29, // 7: drover.bbs.v1.LRPRowCondition.modification_tag:type_name -> drover.models.v1.ModificationTag
+	26, // 8: drover.bbs.v1.CreateMissingLRPAction.key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 9: drover.bbs.v1.CreateMissingLRPAction.desired_modification_tag:type_name -> drover.models.v1.ModificationTag
 	2,  // 10: drover.bbs.v1.PromoteSuspectLRPAction.suspect:type_name -> drover.bbs.v1.LRPRowCondition
 	2,  // 11: drover.bbs.v1.PromoteSuspectLRPAction.replacement:type_name -> drover.bbs.v1.LRPRowCondition
 	3,  // 12: drover.bbs.v1.LRPAction.create_missing:type_name -> drover.bbs.v1.CreateMissingLRPAction
@@ -752,15 +1836,35 @@ var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
 	2,  // 18: drover.bbs.v1.LRPAction.retire:type_name -> drover.bbs.v1.LRPRowCondition
 	5,  // 19: drover.bbs.v1.ApplyLRPActionsRequest.actions:type_name -> drover.bbs.v1.LRPAction
 	7,  // 20: drover.bbs.v1.ApplyLRPActionsResponse.results:type_name -> drover.bbs.v1.LRPActionResult
-	0,  // 21: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
-	6,  // 22: drover.bbs.v1.ConvergenceService.ApplyLRPActions:input_type -> drover.bbs.v1.ApplyLRPActionsRequest
-	1,  // 23: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
-	8,  // 24: drover.bbs.v1.ConvergenceService.ApplyLRPActions:output_type -> drover.bbs.v1.ApplyLRPActionsResponse
-	23, // [23:25] is the sub-list for method output_type
-	21, // [21:23] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	30, // 21: drover.bbs.v1.TaskRowCondition.state:type_name -> drover.models.v1.TaskState
+	9,  // 22: drover.bbs.v1.FailTaskAction.task:type_name -> drover.bbs.v1.TaskRowCondition
+	10, // 23: drover.bbs.v1.TaskAction.fail:type_name -> drover.bbs.v1.FailTaskAction
+	9,  // 24: drover.bbs.v1.TaskAction.kick:type_name -> drover.bbs.v1.TaskRowCondition
+	9,  // 25: drover.bbs.v1.TaskAction.demote_resolving:type_name -> drover.bbs.v1.TaskRowCondition
+	9,  // 26: drover.bbs.v1.TaskAction.delete_completed:type_name -> drover.bbs.v1.TaskRowCondition
+	9,  // 27: drover.bbs.v1.TaskAction.retry_callback:type_name -> drover.bbs.v1.TaskRowCondition
+	11, // 28: drover.bbs.v1.ApplyTaskActionsRequest.actions:type_name -> drover.bbs.v1.TaskAction
+	13, // 29: drover.bbs.v1.ApplyTaskActionsResponse.results:type_name -> drover.bbs.v1.TaskActionResult
+	15, // 30: drover.bbs.v1.GetConvergerStatusResponse.last_pass:type_name -> drover.bbs.v1.ConvergencePass
+	17, // 31: drover.bbs.v1.SetConvergerPausedResponse.status:type_name -> drover.bbs.v1.GetConvergerStatusResponse
+	15, // 32: drover.bbs.v1.ReportConvergencePassRequest.pass:type_name -> drover.bbs.v1.ConvergencePass
+	0,  // 33: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
+	6,  // 34: drover.bbs.v1.ConvergenceService.ApplyLRPActions:input_type -> drover.bbs.v1.ApplyLRPActionsRequest
+	12, // 35: drover.bbs.v1.ConvergenceService.ApplyTaskActions:input_type -> drover.bbs.v1.ApplyTaskActionsRequest
+	16, // 36: drover.bbs.v1.ConvergenceService.GetConvergerStatus:input_type -> drover.bbs.v1.GetConvergerStatusRequest
+	18, // 37: drover.bbs.v1.ConvergenceService.SetConvergerPaused:input_type -> drover.bbs.v1.SetConvergerPausedRequest
+	20, // 38: drover.bbs.v1.ConvergenceService.ReportConvergencePass:input_type -> drover.bbs.v1.ReportConvergencePassRequest
+	1,  // 39: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
+	8,  // 40: drover.bbs.v1.ConvergenceService.ApplyLRPActions:output_type -> drover.bbs.v1.ApplyLRPActionsResponse
+	14, // 41: drover.bbs.v1.ConvergenceService.ApplyTaskActions:output_type -> drover.bbs.v1.ApplyTaskActionsResponse
+	17, // 42: drover.bbs.v1.ConvergenceService.GetConvergerStatus:output_type -> drover.bbs.v1.GetConvergerStatusResponse
+	19, // 43: drover.bbs.v1.ConvergenceService.SetConvergerPaused:output_type -> drover.bbs.v1.SetConvergerPausedResponse
+	21, // 44: drover.bbs.v1.ConvergenceService.ReportConvergencePass:output_type -> drover.bbs.v1.ReportConvergencePassResponse
+	39, // [39:45] is the sub-list for method output_type
+	33, // [33:39] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_drover_bbs_v1_convergence_service_proto_init() }
@@ -777,13 +1881,20 @@ func file_drover_bbs_v1_convergence_service_proto_init() {
 		(*LRPAction_PromoteSuspect)(nil),
 		(*LRPAction_Retire)(nil),
 	}
+	file_drover_bbs_v1_convergence_service_proto_msgTypes[11].OneofWrappers = []any{
+		(*TaskAction_Fail)(nil),
+		(*TaskAction_Kick)(nil),
+		(*TaskAction_DemoteResolving)(nil),
+		(*TaskAction_DeleteCompleted)(nil),
+		(*TaskAction_RetryCallback)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_convergence_service_proto_rawDesc), len(file_drover_bbs_v1_convergence_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,8 +19,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConvergenceService_Snapshot_FullMethodName        = "/drover.bbs.v1.ConvergenceService/Snapshot"
-	ConvergenceService_ApplyLRPActions_FullMethodName = "/drover.bbs.v1.ConvergenceService/ApplyLRPActions"
+	ConvergenceService_Snapshot_FullMethodName              = "/drover.bbs.v1.ConvergenceService/Snapshot"
+	ConvergenceService_ApplyLRPActions_FullMethodName       = "/drover.bbs.v1.ConvergenceService/ApplyLRPActions"
+	ConvergenceService_ApplyTaskActions_FullMethodName      = "/drover.bbs.v1.ConvergenceService/ApplyTaskActions"
+	ConvergenceService_GetConvergerStatus_FullMethodName    = "/drover.bbs.v1.ConvergenceService/GetConvergerStatus"
+	ConvergenceService_SetConvergerPaused_FullMethodName    = "/drover.bbs.v1.ConvergenceService/SetConvergerPaused"
+	ConvergenceService_ReportConvergencePass_FullMethodName = "/drover.bbs.v1.ConvergenceService/ReportConvergencePass"
 )
 
 // ConvergenceServiceClient is the client API for ConvergenceService service.
@@ -39,6 +43,18 @@ type ConvergenceServiceClient interface {
 	// action whose row moved on is refused (and reported) without changing anything.
 	// Created, unclaimed and suspected instances are auctioned by the BBS.
 	ApplyLRPActions(ctx context.Context, in *ApplyLRPActionsRequest, opts ...grpc.CallOption) (*ApplyLRPActionsResponse, error)
+	// ApplyTaskActions applies the task part of a plan the same way: each action only
+	// while its task still has the state and updated_at it was decided on. Kicked tasks
+	// are sent to the auctioneer in one request.
+	ApplyTaskActions(ctx context.Context, in *ApplyTaskActionsRequest, opts ...grpc.CallOption) (*ApplyTaskActionsResponse, error)
+	// GetConvergerStatus says whether convergence is paused and how the last pass went.
+	GetConvergerStatus(ctx context.Context, in *GetConvergerStatusRequest, opts ...grpc.CallOption) (*GetConvergerStatusResponse, error)
+	// SetConvergerPaused pauses or resumes the converger's destructive actions
+	// (maintenance). The flag is stored, so it holds for every converger instance and
+	// across restarts; the next snapshot carries it.
+	SetConvergerPaused(ctx context.Context, in *SetConvergerPausedRequest, opts ...grpc.CallOption) (*SetConvergerPausedResponse, error)
+	// ReportConvergencePass records the summary of the pass a converger just ran.
+	ReportConvergencePass(ctx context.Context, in *ReportConvergencePassRequest, opts ...grpc.CallOption) (*ReportConvergencePassResponse, error)
 }
 
 type convergenceServiceClient struct {
@@ -78,6 +94,46 @@ func (c *convergenceServiceClient) ApplyLRPActions(ctx context.Context, in *Appl
 	return out, nil
 }
 
+func (c *convergenceServiceClient) ApplyTaskActions(ctx context.Context, in *ApplyTaskActionsRequest, opts ...grpc.CallOption) (*ApplyTaskActionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApplyTaskActionsResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_ApplyTaskActions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *convergenceServiceClient) GetConvergerStatus(ctx context.Context, in *GetConvergerStatusRequest, opts ...grpc.CallOption) (*GetConvergerStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetConvergerStatusResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_GetConvergerStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *convergenceServiceClient) SetConvergerPaused(ctx context.Context, in *SetConvergerPausedRequest, opts ...grpc.CallOption) (*SetConvergerPausedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetConvergerPausedResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_SetConvergerPaused_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *convergenceServiceClient) ReportConvergencePass(ctx context.Context, in *ReportConvergencePassRequest, opts ...grpc.CallOption) (*ReportConvergencePassResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportConvergencePassResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_ReportConvergencePass_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConvergenceServiceServer is the server API for ConvergenceService service.
 // All implementations must embed UnimplementedConvergenceServiceServer
 // for forward compatibility.
@@ -94,6 +150,18 @@ type ConvergenceServiceServer interface {
 	// action whose row moved on is refused (and reported) without changing anything.
 	// Created, unclaimed and suspected instances are auctioned by the BBS.
 	ApplyLRPActions(context.Context, *ApplyLRPActionsRequest) (*ApplyLRPActionsResponse, error)
+	// ApplyTaskActions applies the task part of a plan the same way: each action only
+	// while its task still has the state and updated_at it was decided on. Kicked tasks
+	// are sent to the auctioneer in one request.
+	ApplyTaskActions(context.Context, *ApplyTaskActionsRequest) (*ApplyTaskActionsResponse, error)
+	// GetConvergerStatus says whether convergence is paused and how the last pass went.
+	GetConvergerStatus(context.Context, *GetConvergerStatusRequest) (*GetConvergerStatusResponse, error)
+	// SetConvergerPaused pauses or resumes the converger's destructive actions
+	// (maintenance). The flag is stored, so it holds for every converger instance and
+	// across restarts; the next snapshot carries it.
+	SetConvergerPaused(context.Context, *SetConvergerPausedRequest) (*SetConvergerPausedResponse, error)
+	// ReportConvergencePass records the summary of the pass a converger just ran.
+	ReportConvergencePass(context.Context, *ReportConvergencePassRequest) (*ReportConvergencePassResponse, error)
 	mustEmbedUnimplementedConvergenceServiceServer()
 }
 
@@ -109,6 +177,18 @@ func (UnimplementedConvergenceServiceServer) Snapshot(*SnapshotRequest, grpc.Ser
 }
 func (UnimplementedConvergenceServiceServer) ApplyLRPActions(context.Context, *ApplyLRPActionsRequest) (*ApplyLRPActionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ApplyLRPActions not implemented")
+}
+func (UnimplementedConvergenceServiceServer) ApplyTaskActions(context.Context, *ApplyTaskActionsRequest) (*ApplyTaskActionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApplyTaskActions not implemented")
+}
+func (UnimplementedConvergenceServiceServer) GetConvergerStatus(context.Context, *GetConvergerStatusRequest) (*GetConvergerStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConvergerStatus not implemented")
+}
+func (UnimplementedConvergenceServiceServer) SetConvergerPaused(context.Context, *SetConvergerPausedRequest) (*SetConvergerPausedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetConvergerPaused not implemented")
+}
+func (UnimplementedConvergenceServiceServer) ReportConvergencePass(context.Context, *ReportConvergencePassRequest) (*ReportConvergencePassResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportConvergencePass not implemented")
 }
 func (UnimplementedConvergenceServiceServer) mustEmbedUnimplementedConvergenceServiceServer() {}
 func (UnimplementedConvergenceServiceServer) testEmbeddedByValue()                            {}
@@ -160,6 +240,78 @@ func _ConvergenceService_ApplyLRPActions_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConvergenceService_ApplyTaskActions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyTaskActionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).ApplyTaskActions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_ApplyTaskActions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).ApplyTaskActions(ctx, req.(*ApplyTaskActionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConvergenceService_GetConvergerStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConvergerStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).GetConvergerStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_GetConvergerStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).GetConvergerStatus(ctx, req.(*GetConvergerStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConvergenceService_SetConvergerPaused_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetConvergerPausedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).SetConvergerPaused(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_SetConvergerPaused_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).SetConvergerPaused(ctx, req.(*SetConvergerPausedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConvergenceService_ReportConvergencePass_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportConvergencePassRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).ReportConvergencePass(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_ReportConvergencePass_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).ReportConvergencePass(ctx, req.(*ReportConvergencePassRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConvergenceService_ServiceDesc is the grpc.ServiceDesc for ConvergenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -170,6 +322,22 @@ var ConvergenceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ApplyLRPActions",
 			Handler:    _ConvergenceService_ApplyLRPActions_Handler,
+		},
+		{
+			MethodName: "ApplyTaskActions",
+			Handler:    _ConvergenceService_ApplyTaskActions_Handler,
+		},
+		{
+			MethodName: "GetConvergerStatus",
+			Handler:    _ConvergenceService_GetConvergerStatus_Handler,
+		},
+		{
+			MethodName: "SetConvergerPaused",
+			Handler:    _ConvergenceService_SetConvergerPaused_Handler,
+		},
+		{
+			MethodName: "ReportConvergencePass",
+			Handler:    _ConvergenceService_ReportConvergencePass_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -149,7 +149,10 @@ type CellPresence struct {
 	OptionalPlacementTags []string          `protobuf:"bytes,8,rep,name=optional_placement_tags,json=optionalPlacementTags,proto3" json:"optional_placement_tags,omitempty"`
 	Annotations           map[string]string `protobuf:"bytes,9,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Unix nanoseconds after which the presence is gone unless renewed; set by the BBS.
-	ExpiresAt     int64 `protobuf:"varint,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt int64 `protobuf:"varint,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Set by the BBS when an operator cordoned the cell: it takes no new work.
+	Cordoned      bool   `protobuf:"varint,11,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	CordonReason  string `protobuf:"bytes,12,opt,name=cordon_reason,json=cordonReason,proto3" json:"cordon_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -254,6 +257,20 @@ func (x *CellPresence) GetExpiresAt() int64 {
 	return 0
 }
 
+func (x *CellPresence) GetCordoned() bool {
+	if x != nil {
+		return x.Cordoned
+	}
+	return false
+}
+
+func (x *CellPresence) GetCordonReason() string {
+	if x != nil {
+		return x.CordonReason
+	}
+	return ""
+}
+
 // Lock is a named lease held by one owner until it expires or is released.
 type Lock struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -347,7 +364,7 @@ const file_drover_models_v1_cell_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
 	"properties\x18\x02 \x03(\tR\n" +
-	"properties\"\x8f\x04\n" +
+	"properties\"\xd0\x04\n" +
 	"\fCellPresence\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12\x1f\n" +
 	"\vrep_address\x18\x02 \x01(\tR\n" +
@@ -361,7 +378,9 @@ const file_drover_models_v1_cell_proto_rawDesc = "" +
 	"\vannotations\x18\t \x03(\v2/.drover.models.v1.CellPresence.AnnotationsEntryR\vannotations\x12\x1d\n" +
 	"\n" +
 	"expires_at\x18\n" +
-	" \x01(\x03R\texpiresAt\x1a>\n" +
+	" \x01(\x03R\texpiresAt\x12\x1a\n" +
+	"\bcordoned\x18\v \x01(\bR\bcordoned\x12#\n" +
+	"\rcordon_reason\x18\f \x01(\tR\fcordonReason\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +

@@ -1355,6 +1355,88 @@ func (x *ContainerMetricsResponse) GetMetrics() []*ContainerMetric {
 	return nil
 }
 
+// EvacuateRequest is empty.
+type EvacuateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvacuateRequest) Reset() {
+	*x = EvacuateRequest{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateRequest) ProtoMessage() {}
+
+func (x *EvacuateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateRequest.ProtoReflect.Descriptor instead.
+func (*EvacuateRequest) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{20}
+}
+
+// EvacuateResponse says whether the cell was already evacuating.
+type EvacuateResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	AlreadyEvacuating bool                   `protobuf:"varint,1,opt,name=already_evacuating,json=alreadyEvacuating,proto3" json:"already_evacuating,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *EvacuateResponse) Reset() {
+	*x = EvacuateResponse{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvacuateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvacuateResponse) ProtoMessage() {}
+
+func (x *EvacuateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvacuateResponse.ProtoReflect.Descriptor instead.
+func (*EvacuateResponse) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EvacuateResponse) GetAlreadyEvacuating() bool {
+	if x != nil {
+		return x.AlreadyEvacuating
+	}
+	return false
+}
+
 var File_drover_rep_v1_rep_service_proto protoreflect.FileDescriptor
 
 const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
@@ -1460,7 +1542,10 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	" \x01(\x04R\x04pids\"m\n" +
 	"\x18ContainerMetricsResponse\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x128\n" +
-	"\ametrics\x18\x02 \x03(\v2\x1e.drover.rep.v1.ContainerMetricR\ametrics2\xca\x04\n" +
+	"\ametrics\x18\x02 \x03(\v2\x1e.drover.rep.v1.ContainerMetricR\ametrics\"\x11\n" +
+	"\x0fEvacuateRequest\"A\n" +
+	"\x10EvacuateResponse\x12-\n" +
+	"\x12already_evacuating\x18\x01 \x01(\bR\x11alreadyEvacuating2\x97\x05\n" +
 	"\n" +
 	"RepService\x12B\n" +
 	"\x05State\x12\x1b.drover.rep.v1.StateRequest\x1a\x1c.drover.rep.v1.StateResponse\x12H\n" +
@@ -1471,7 +1556,8 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\x04Ping\x12\x1a.drover.rep.v1.PingRequest\x1a\x1b.drover.rep.v1.PingResponse\x12S\n" +
 	"\n" +
 	"StreamLogs\x12 .drover.rep.v1.StreamLogsRequest\x1a!.drover.rep.v1.StreamLogsResponse0\x01\x12c\n" +
-	"\x10ContainerMetrics\x12&.drover.rep.v1.ContainerMetricsRequest\x1a'.drover.rep.v1.ContainerMetricsResponseB\xa4\x01\n" +
+	"\x10ContainerMetrics\x12&.drover.rep.v1.ContainerMetricsRequest\x1a'.drover.rep.v1.ContainerMetricsResponse\x12K\n" +
+	"\bEvacuate\x12\x1e.drover.rep.v1.EvacuateRequest\x1a\x1f.drover.rep.v1.EvacuateResponseB\xa4\x01\n" +
 	"\x11com.drover.rep.v1B\x0fRepServiceProtoP\x01Z(drover.dev/proto/gen/drover/rep/v1;repv1\xa2\x02\x03DRX\xaa\x02\rDrover.Rep.V1\xca\x02\rDrover\\Rep\\V1\xe2\x02\x19Drover\\Rep\\V1\\GPBMetadata\xea\x02\x0fDrover::Rep::V1b\x06proto3"
 
 var (
@@ -1486,7 +1572,7 @@ func file_drover_rep_v1_rep_service_proto_rawDescGZIP() []byte {
 	return file_drover_rep_v1_rep_service_proto_rawDescData
 }
 
-var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_drover_rep_v1_rep_service_proto_goTypes = []any{
 	(*StateRequest)(nil),             // 0: drover.rep.v1.StateRequest
 	(*LRPAllocation)(nil),            // 1: drover.rep.v1.LRPAllocation
@@ -1508,20 +1594,22 @@ var file_drover_rep_v1_rep_service_proto_goTypes = []any{
 	(*ContainerMetricsRequest)(nil),  // 17: drover.rep.v1.ContainerMetricsRequest
 	(*ContainerMetric)(nil),          // 18: drover.rep.v1.ContainerMetric
 	(*ContainerMetricsResponse)(nil), // 19: drover.rep.v1.ContainerMetricsResponse
-	(*v1.Resource)(nil),              // 20: drover.models.v1.Resource
-	(*v1.CellCapacity)(nil),          // 21: drover.models.v1.CellCapacity
-	(*v1.RootFSProvider)(nil),        // 22: drover.models.v1.RootFSProvider
+	(*EvacuateRequest)(nil),          // 20: drover.rep.v1.EvacuateRequest
+	(*EvacuateResponse)(nil),         // 21: drover.rep.v1.EvacuateResponse
+	(*v1.Resource)(nil),              // 22: drover.models.v1.Resource
+	(*v1.CellCapacity)(nil),          // 23: drover.models.v1.CellCapacity
+	(*v1.RootFSProvider)(nil),        // 24: drover.models.v1.RootFSProvider
 }
 var file_drover_rep_v1_rep_service_proto_depIdxs = []int32{
-	20, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
-	20, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
-	21, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
-	21, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
+	22, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
+	22, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
+	23, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
+	23, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
 	1,  // 4: drover.rep.v1.StateResponse.lrps:type_name -> drover.rep.v1.LRPAllocation
 	2,  // 5: drover.rep.v1.StateResponse.tasks:type_name -> drover.rep.v1.TaskAllocation
-	22, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
-	20, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
-	20, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
+	24, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
+	22, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
+	22, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
 	4,  // 9: drover.rep.v1.PerformRequest.lrps:type_name -> drover.rep.v1.LRPWork
 	5,  // 10: drover.rep.v1.PerformRequest.tasks:type_name -> drover.rep.v1.TaskWork
 	4,  // 11: drover.rep.v1.PerformResponse.failed_lrps:type_name -> drover.rep.v1.LRPWork
@@ -1535,15 +1623,17 @@ var file_drover_rep_v1_rep_service_proto_depIdxs = []int32{
 	12, // 19: drover.rep.v1.RepService.Ping:input_type -> drover.rep.v1.PingRequest
 	14, // 20: drover.rep.v1.RepService.StreamLogs:input_type -> drover.rep.v1.StreamLogsRequest
 	17, // 21: drover.rep.v1.RepService.ContainerMetrics:input_type -> drover.rep.v1.ContainerMetricsRequest
-	3,  // 22: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
-	7,  // 23: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
-	9,  // 24: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
-	11, // 25: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
-	13, // 26: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
-	16, // 27: drover.rep.v1.RepService.StreamLogs:output_type -> drover.rep.v1.StreamLogsResponse
-	19, // 28: drover.rep.v1.RepService.ContainerMetrics:output_type -> drover.rep.v1.ContainerMetricsResponse
-	22, // [22:29] is the sub-list for method output_type
-	15, // [15:22] is the sub-list for method input_type
+	20, // 22: drover.rep.v1.RepService.Evacuate:input_type -> drover.rep.v1.EvacuateRequest
+	3,  // 23: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
+	7,  // 24: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
+	9,  // 25: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
+	11, // 26: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
+	13, // 27: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
+	16, // 28: drover.rep.v1.RepService.StreamLogs:output_type -> drover.rep.v1.StreamLogsResponse
+	19, // 29: drover.rep.v1.RepService.ContainerMetrics:output_type -> drover.rep.v1.ContainerMetricsResponse
+	21, // 30: drover.rep.v1.RepService.Evacuate:output_type -> drover.rep.v1.EvacuateResponse
+	23, // [23:31] is the sub-list for method output_type
+	15, // [15:23] is the sub-list for method input_type
 	15, // [15:15] is the sub-list for extension type_name
 	15, // [15:15] is the sub-list for extension extendee
 	0,  // [0:15] is the sub-list for field type_name
@@ -1561,7 +1651,7 @@ func file_drover_rep_v1_rep_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_rep_v1_rep_service_proto_rawDesc), len(file_drover_rep_v1_rep_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	RepService_Ping_FullMethodName             = "/drover.rep.v1.RepService/Ping"
 	RepService_StreamLogs_FullMethodName       = "/drover.rep.v1.RepService/StreamLogs"
 	RepService_ContainerMetrics_FullMethodName = "/drover.rep.v1.RepService/ContainerMetrics"
+	RepService_Evacuate_FullMethodName         = "/drover.rep.v1.RepService/Evacuate"
 )
 
 // RepServiceClient is the client API for RepService service.
@@ -49,6 +50,10 @@ type RepServiceClient interface {
 	StreamLogs(ctx context.Context, in *StreamLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamLogsResponse], error)
 	// ContainerMetrics reports each container's usage from its cgroups.
 	ContainerMetrics(ctx context.Context, in *ContainerMetricsRequest, opts ...grpc.CallOption) (*ContainerMetricsResponse, error)
+	// Evacuate starts draining the cell (as SIGTERM does with evacuation enabled): it takes
+	// no new work, hands its instances over to other cells, and the rep exits 0 when done
+	// or when the evacuation timeout passes. It returns at once.
+	Evacuate(ctx context.Context, in *EvacuateRequest, opts ...grpc.CallOption) (*EvacuateResponse, error)
 }
 
 type repServiceClient struct {
@@ -138,6 +143,16 @@ func (c *repServiceClient) ContainerMetrics(ctx context.Context, in *ContainerMe
 	return out, nil
 }
 
+func (c *repServiceClient) Evacuate(ctx context.Context, in *EvacuateRequest, opts ...grpc.CallOption) (*EvacuateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvacuateResponse)
+	err := c.cc.Invoke(ctx, RepService_Evacuate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RepServiceServer is the server API for RepService service.
 // All implementations must embed UnimplementedRepServiceServer
 // for forward compatibility.
@@ -159,6 +174,10 @@ type RepServiceServer interface {
 	StreamLogs(*StreamLogsRequest, grpc.ServerStreamingServer[StreamLogsResponse]) error
 	// ContainerMetrics reports each container's usage from its cgroups.
 	ContainerMetrics(context.Context, *ContainerMetricsRequest) (*ContainerMetricsResponse, error)
+	// Evacuate starts draining the cell (as SIGTERM does with evacuation enabled): it takes
+	// no new work, hands its instances over to other cells, and the rep exits 0 when done
+	// or when the evacuation timeout passes. It returns at once.
+	Evacuate(context.Context, *EvacuateRequest) (*EvacuateResponse, error)
 	mustEmbedUnimplementedRepServiceServer()
 }
 
@@ -189,6 +208,9 @@ func (UnimplementedRepServiceServer) StreamLogs(*StreamLogsRequest, grpc.ServerS
 }
 func (UnimplementedRepServiceServer) ContainerMetrics(context.Context, *ContainerMetricsRequest) (*ContainerMetricsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ContainerMetrics not implemented")
+}
+func (UnimplementedRepServiceServer) Evacuate(context.Context, *EvacuateRequest) (*EvacuateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Evacuate not implemented")
 }
 func (UnimplementedRepServiceServer) mustEmbedUnimplementedRepServiceServer() {}
 func (UnimplementedRepServiceServer) testEmbeddedByValue()                    {}
@@ -330,6 +352,24 @@ func _RepService_ContainerMetrics_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RepService_Evacuate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvacuateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RepServiceServer).Evacuate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RepService_Evacuate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RepServiceServer).Evacuate(ctx, req.(*EvacuateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RepService_ServiceDesc is the grpc.ServiceDesc for RepService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -360,6 +400,10 @@ var RepService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ContainerMetrics",
 			Handler:    _RepService_ContainerMetrics_Handler,
+		},
+		{
+			MethodName: "Evacuate",
+			Handler:    _RepService_Evacuate_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
