@@ -76,10 +76,19 @@ type fakeRep struct {
 	performErr error
 	refuse     func(*repv1.PerformRequest) *repv1.PerformResponse
 	performed  []*repv1.PerformRequest
+	states     int // State calls
+}
+
+// stateCalls is how many times State was called.
+func (f *fakeRep) stateCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.states
 }
 
 func (f *fakeRep) State(ctx context.Context, _ *repv1.StateRequest, _ ...grpc.CallOption) (*repv1.StateResponse, error) {
 	f.mu.Lock()
+	f.states++
 	gate, hang, state, err := f.gate, f.hang, f.state, f.stateErr
 	f.mu.Unlock()
 	if gate != nil {

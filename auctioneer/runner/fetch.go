@@ -39,14 +39,19 @@ func (r *Runner) fetchCells(ctx context.Context) (cellSet, error) {
 	return cells, nil
 }
 
-// fetchStates asks every cell for its state with the cell state timeout and keeps the
-// cells that answered, are not evacuating and report the cell id of their presence.
-// A cell's index is its position in the presence list (sorted by cell id).
+// fetchStates asks every cell that an operator has not cordoned for its state with the
+// cell state timeout and keeps the cells that answered, are not evacuating and report
+// the cell id of their presence. A cell's index is its position in the presence list
+// (sorted by cell id).
 func (r *Runner) fetchStates(ctx context.Context, presences []*modelsv1.CellPresence) cellSet {
 	usable := make([]*auction.CellState, len(presences))
 	reps := make([]Rep, len(presences))
 	forEach(len(presences), r.opts.Workers, func(i int) {
 		presence := presences[i]
+		if presence.GetCordoned() {
+			r.log.Debug("cell-skipped-cordoned", "cell_id", presence.GetCellId(), "reason", presence.GetCordonReason())
+			return
+		}
 		rep, state, err := r.fetchState(ctx, presence)
 		if err != nil {
 			r.opts.Metrics.FailedCellStateRequests.Inc()

@@ -98,17 +98,21 @@ func TestRunAuctionDropsUnusableCells(t *testing.T) {
 	impostor := healthyRep("someone-else", "z1", 1000)
 	slow := healthyRep("slow", "z1", 1000)
 	slow.hang = true
-	reps := fakeReps{"good": healthyRep("good", "z1", 1000), "broken": broken, "evacuating": evacuating, "impostor": impostor, "slow": slow}
-	bbs := newFakeBBS(presence("broken"), presence("evacuating"), presence("good"), presence("impostor"), presence("slow"), presence("unknown"))
+	cordoned := healthyRep("cordoned", "z1", 1000)
+	reps := fakeReps{"good": healthyRep("good", "z1", 1000), "broken": broken, "evacuating": evacuating, "impostor": impostor, "slow": slow, "cordoned": cordoned}
+	cordonedPresence := presence("cordoned")
+	cordonedPresence.Cordoned, cordonedPresence.CordonReason = true, "kernel upgrade"
+	bbs := newFakeBBS(presence("broken"), cordonedPresence, presence("evacuating"), presence("good"), presence("impostor"), presence("slow"), presence("unknown"))
 	r, batch, metrics := newTestRunner(t, bbs, reps)
 
 	batch.AddLRPs(lrpStart("web", 3, 10))
 	r.RunAuction(context.Background())
 
 	require.ElementsMatch(t, []string{"web.0", "web.1", "web.2"}, performedLRPs(reps["good"].performs()))
-	for _, id := range []string{"broken", "evacuating", "impostor", "slow"} {
+	for _, id := range []string{"broken", "cordoned", "evacuating", "impostor", "slow"} {
 		require.Empty(t, reps[id].performs(), id)
 	}
+	require.Zero(t, cordoned.stateCalls(), "a cordoned cell is not even asked for its state")
 	require.Equal(t, 5.0, testutil.ToFloat64(metrics.FailedCellStateRequests))
 }
 

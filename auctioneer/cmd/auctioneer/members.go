@@ -17,10 +17,10 @@ import (
 
 	"drover.dev/auctioneer/auction"
 	"drover.dev/auctioneer/config"
-	"drover.dev/bbs/client/lock"
 	"drover.dev/auctioneer/runner"
 	"drover.dev/auctioneer/server"
 	"drover.dev/bbs/client"
+	"drover.dev/bbs/client/lock"
 	bbsserver "drover.dev/bbs/server"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
