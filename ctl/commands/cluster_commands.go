@@ -38,8 +38,8 @@ func tasksCommand() *command {
 func cellsCommand() *command {
 	return &command{
 		name: "cells", group: groupCluster,
-		summary:  "List live cells with their capacity",
-		examples: []string{"cells", "cells --json | jq .capacity"},
+		summary:  "List live cells with their capacity and cordons",
+		examples: []string{"cells", "cells --json | jq .capacity", "cells --json | jq 'select(.cordoned) | .cordon_reason'"},
 		setup: func(*flag.FlagSet) action {
 			return func(ctx context.Context, s *session, _ []string) error {
 				c, callCtx, cancel, err := s.begin(ctx)
@@ -51,7 +51,7 @@ func cellsCommand() *command {
 				if err != nil {
 					return err
 				}
-				return printList(s, output.CellTable(resp.GetCells(), s.now()), resp.GetCells(), infallible(jsonapi.CellView))
+				return printList(s, output.CellTable(resp.GetCells(), s.now()), resp.GetCells(), infallible(output.CellView))
 			}
 		},
 	}

@@ -136,10 +136,10 @@ func TestTasksCellsLocks(t *testing.T) {
 			args:    []string{"cells"},
 			wantReq: &bbsv1.ListCellsRequest{},
 			wantTable: [][]string{
-				{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "EXPIRES"},
-				{"cell-1", "z1", "10.0.0.1:1800", "4096", "8192", "100", "-", "-", "in", "20s"},
+				{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES"},
+				{"cell-1", "z1", "10.0.0.1:1800", "4096", "8192", "100", "-", "-", "no", "in", "20s"},
 			},
-			wantJSON: map[string]any{"cell_id": "cell-1", "rep_address": "10.0.0.1:1800"},
+			wantJSON: map[string]any{"cell_id": "cell-1", "rep_address": "10.0.0.1:1800", "cordoned": false},
 		},
 		{
 			args:    []string{"locks"},

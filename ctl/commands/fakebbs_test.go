@@ -27,16 +27,19 @@ import (
 var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 // fakeBBS serves canned state over gRPC with mutual TLS and records every request.
-// Its state is set before it starts serving and only read afterwards.
+// Its state is set before it starts serving and only read afterwards, except cells,
+// actual and converger, which tests may change while it serves (setCells, setActual).
 type fakeBBS struct {
-	mu       sync.Mutex // guards requests
-	desired  []*modelsv1.DesiredLRP
-	actual   []*modelsv1.ActualLRP
-	tasks    []*modelsv1.Task
-	cells    []*modelsv1.CellPresence
-	locks    []*modelsv1.Lock
-	domains  []string
-	requests []proto.Message
+	mu      sync.Mutex // guards requests, cells, actual and converger
+	desired []*modelsv1.DesiredLRP
+	actual  []*modelsv1.ActualLRP
+	tasks   []*modelsv1.Task
+	cells   []*modelsv1.CellPresence
+	// converger is the status GetConvergerStatus answers; SetConvergerPaused changes it.
+	converger *bbsv1.GetConvergerStatusResponse
+	locks     []*modelsv1.Lock
+	domains   []string
+	requests  []proto.Message
 	// subscribe serves EventService.Subscribe; the default replays nothing and waits.
 	subscribe func(*bbsv1.SubscribeRequest, grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error
 	// hang makes ListLocks wait until the client gives up.
@@ -75,6 +78,7 @@ func startFakeBBS(t *testing.T, setup func(*fakeBBS)) *fakeTarget {
 	bbsv1.RegisterCellServiceServer(srv, cellServer{fakeBBS: f})
 	bbsv1.RegisterLockServiceServer(srv, lockServer{fakeBBS: f})
 	bbsv1.RegisterEventServiceServer(srv, eventServer{fakeBBS: f})
+	bbsv1.RegisterConvergenceServiceServer(srv, convergenceServer{fakeBBS: f})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(lis) }()
@@ -181,7 +185,7 @@ type actualServer struct {
 func (s actualServer) ListActualLRPs(req *bbsv1.ListActualLRPsRequest, stream grpc.ServerStreamingServer[bbsv1.ListActualLRPsResponse]) error {
 	s.record(req)
 	var batch []*modelsv1.ActualLRP
-	for _, a := range s.actual {
+	for _, a := range s.actualLRPs() {
 		if (req.GetDomain() == "" || a.GetDomain() == req.GetDomain()) &&
 			(req.GetCellId() == "" || a.GetCellId() == req.GetCellId()) &&
 			(req.GetProcessGuid() == "" || a.GetProcessGuid() == req.GetProcessGuid()) &&
@@ -248,7 +252,97 @@ type cellServer struct {
 
 func (s cellServer) ListCells(_ context.Context, req *bbsv1.ListCellsRequest) (*bbsv1.ListCellsResponse, error) {
 	s.record(req)
-	return &bbsv1.ListCellsResponse{Cells: s.cells}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &bbsv1.ListCellsResponse{}
+	for _, c := range s.cells {
+		resp.Cells = append(resp.Cells, proto.Clone(c).(*modelsv1.CellPresence))
+	}
+	return resp, nil
+}
+
+// CordonCell marks a listed cell cordoned.
+func (s cellServer) CordonCell(_ context.Context, req *bbsv1.CordonCellRequest) (*bbsv1.CordonCellResponse, error) {
+	s.record(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.cells {
+		if c.GetCellId() == req.GetCellId() {
+			c.Cordoned, c.CordonReason = true, req.GetReason()
+		}
+	}
+	return &bbsv1.CordonCellResponse{}, nil
+}
+
+// UncordonCell lifts the cordon of a listed cell and says whether it had one.
+func (s cellServer) UncordonCell(_ context.Context, req *bbsv1.UncordonCellRequest) (*bbsv1.UncordonCellResponse, error) {
+	s.record(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &bbsv1.UncordonCellResponse{}
+	for _, c := range s.cells {
+		if c.GetCellId() == req.GetCellId() {
+			resp.WasCordoned = c.GetCordoned()
+			c.Cordoned, c.CordonReason = false, ""
+		}
+	}
+	return resp, nil
+}
+
+// setCells replaces the live cells while the fake serves.
+func (f *fakeBBS) setCells(cells []*modelsv1.CellPresence) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cells = cells
+}
+
+// cellsCopy returns the live cells.
+func (f *fakeBBS) cellsCopy() []*modelsv1.CellPresence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.cells)
+}
+
+// setActual replaces the ActualLRPs while the fake serves.
+func (f *fakeBBS) setActual(actual []*modelsv1.ActualLRP) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.actual = actual
+}
+
+func (f *fakeBBS) actualLRPs() []*modelsv1.ActualLRP {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.actual
+}
+
+type convergenceServer struct {
+	bbsv1.UnimplementedConvergenceServiceServer
+	*fakeBBS
+}
+
+func (s convergenceServer) GetConvergerStatus(_ context.Context, req *bbsv1.GetConvergerStatusRequest) (*bbsv1.GetConvergerStatusResponse, error) {
+	s.record(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.converger == nil {
+		return &bbsv1.GetConvergerStatusResponse{}, nil
+	}
+	return s.converger, nil
+}
+
+// SetConvergerPaused stores the flag and reason, changed at testNow, like the BBS.
+func (s convergenceServer) SetConvergerPaused(_ context.Context, req *bbsv1.SetConvergerPausedRequest) (*bbsv1.SetConvergerPausedResponse, error) {
+	s.record(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &bbsv1.GetConvergerStatusResponse{}
+	if s.converger != nil {
+		st = proto.Clone(s.converger).(*bbsv1.GetConvergerStatusResponse)
+	}
+	st.Paused, st.PausedReason, st.ChangedAt = req.GetPaused(), req.GetReason(), testNow.UnixNano()
+	s.converger = st
+	return &bbsv1.SetConvergerPausedResponse{Status: st}, nil
 }
 
 type lockServer struct {

@@ -27,6 +27,8 @@ type fakeRep struct {
 
 	mu       sync.Mutex
 	requests []proto.Message
+	// evacuating is set by the first Evacuate.
+	evacuating bool
 }
 
 // startFakeRep serves rep on 127.0.0.1 with the fake BBS's server certificate.
@@ -100,3 +102,13 @@ func (r *fakeRep) StreamLogs(req *repv1.StreamLogsRequest, stream grpc.ServerStr
 
 // logTime is testNow plus d, in Unix nanoseconds.
 func logTime(d time.Duration) int64 { return testNow.Add(d).UnixNano() }
+
+// Evacuate answers whether an earlier Evacuate already started the evacuation.
+func (r *fakeRep) Evacuate(_ context.Context, req *repv1.EvacuateRequest) (*repv1.EvacuateResponse, error) {
+	r.record(req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	already := r.evacuating
+	r.evacuating = true
+	return &repv1.EvacuateResponse{AlreadyEvacuating: already}, nil
+}

@@ -19,7 +19,9 @@ const DefaultTimeout = 10 * time.Second
 type globalOptions struct {
 	target  target.Settings
 	timeout time.Duration
-	json    bool
+	// timeoutSet says --timeout was given (evacuate --wait has its own default).
+	timeoutSet bool
+	json       bool
 }
 
 // register defines the global flags on fs, keeping values already parsed.
@@ -32,7 +34,7 @@ func (o *globalOptions) register(fs *flag.FlagSet) {
 		"client certificate `FILE` (env "+target.EnvClientCert+"; default .drover/certs/client.crt)")
 	fs.StringVar(&o.target.ClientKey, "client-key", o.target.ClientKey,
 		"client key `FILE` (env "+target.EnvClientKey+"; default .drover/certs/client.key)")
-	fs.Var(&durationValue{d: &o.timeout}, "timeout", "time limit per BBS call: a `DURATION` (10s, 1m) or seconds")
+	fs.Var(&durationValue{d: &o.timeout, set: &o.timeoutSet}, "timeout", "time limit per BBS call: a `DURATION` (10s, 1m) or seconds")
 	fs.BoolVar(&o.json, "json", o.json, "print one JSON object per line instead of a table")
 }
 
@@ -68,8 +70,12 @@ func TTLSeconds(d time.Duration) (uint32, error) {
 	return uint32(d / time.Second), nil
 }
 
-// durationValue is a flag.Value for ParseDuration.
-type durationValue struct{ d *time.Duration }
+// durationValue is a flag.Value for ParseDuration; set, when not nil, records that
+// the flag was given.
+type durationValue struct {
+	d   *time.Duration
+	set *bool
+}
 
 func (v *durationValue) String() string {
 	if v.d == nil || *v.d == 0 {
@@ -84,6 +90,9 @@ func (v *durationValue) Set(s string) error {
 		return err
 	}
 	*v.d = d
+	if v.set != nil {
+		*v.set = true
+	}
 	return nil
 }
 

@@ -30,6 +30,7 @@ Examples:
   droverctl actual-lrps --domain cf-apps
   droverctl desire -f app.json && droverctl scale my-app 3
   droverctl events --follow --json | jq .type
+  droverctl cell cordon cell-z1-0 --reason maintenance && droverctl evacuate cell-z1-0 --wait
 
 Run 'droverctl COMMAND -h' for a command's flags and examples.
 `
@@ -37,21 +38,48 @@ Run 'droverctl COMMAND -h' for a command's flags and examples.
 // printMainHelp writes the overview: commands by group and global flags.
 func printMainHelp(w io.Writer) {
 	fmt.Fprint(w, mainIntro)
+	printCommandList(w, commands(), true)
+	fmt.Fprint(w, "\nGlobal flags (before or after the command):\n")
+	printFlags(w, globalFlagSet())
+	fmt.Fprint(w, "\n"+mainFooter)
+}
+
+// printCommandList writes one aligned "synopsis  summary" line per command, under
+// group headings when grouped.
+func printCommandList(w io.Writer, cmds []*command, grouped bool) {
 	width := 0
-	for _, c := range commands() {
+	for _, c := range cmds {
 		width = max(width, len(c.shortSynopsis()))
 	}
 	group := ""
-	for _, c := range commands() {
-		if c.group != group {
+	for _, c := range cmds {
+		if grouped && c.group != group {
 			group = c.group
 			fmt.Fprintf(w, "\n%s:\n", group)
 		}
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.shortSynopsis(), c.summary)
 	}
-	fmt.Fprint(w, "\nGlobal flags (before or after the command):\n")
-	printFlags(w, globalFlagSet())
-	fmt.Fprint(w, "\n"+mainFooter)
+}
+
+// printFamilyHelp lists the commands of a family ("converger").
+func printFamilyHelp(w io.Writer, family string) {
+	fmt.Fprintf(w, "Usage: droverctl %s COMMAND [flags] [args]\n\nCommands:\n", family)
+	printCommandList(w, familyCommands(family), false)
+	fmt.Fprintf(w, "\nRun 'droverctl %s COMMAND -h' for a command's flags and examples.\n", family)
+}
+
+// runFamily serves a family word not followed by one of its commands: help for -h,
+// else a usage error listing the family's commands.
+func runFamily(stdout, stderr io.Writer, family string, args []string) int {
+	switch {
+	case len(args) == 0:
+		return reportUsage(stderr, family, fmt.Sprintf("%s needs a command: %s", family, verbs(family)))
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		printFamilyHelp(stdout, family)
+		return ExitOK
+	default:
+		return reportUsage(stderr, family, fmt.Sprintf("unknown command %q: %s takes %s", family+" "+args[0], family, verbs(family)))
+	}
 }
 
 // printCommandHelp writes one command's usage, details, flags and examples.
@@ -75,22 +103,22 @@ func printCommandHelp(w io.Writer, c *command) {
 	fmt.Fprint(w, "\nGlobal flags such as --json, --timeout and --bbs-address: see 'droverctl help'.\n")
 }
 
-// runHelp serves "droverctl help [COMMAND]".
+// runHelp serves "droverctl help [COMMAND]"; COMMAND may be two words or a family.
 func runHelp(stdout, stderr io.Writer, args []string) int {
-	switch len(args) {
-	case 0:
+	if len(args) == 0 {
 		printMainHelp(stdout)
 		return ExitOK
-	case 1:
-		c, ok := lookup(args[0])
-		if !ok {
-			return reportUsage(stderr, "", fmt.Sprintf("unknown command %q", args[0]))
-		}
-		printCommandHelp(stdout, c)
-		return ExitOK
-	default:
-		return reportUsage(stderr, "", "help takes at most one command name")
 	}
+	c, rest, family := resolve(args)
+	switch {
+	case c != nil && len(rest) == 0:
+		printCommandHelp(stdout, c)
+	case family != "" && len(rest) == 0:
+		printFamilyHelp(stdout, family)
+	default:
+		return reportUsage(stderr, "", fmt.Sprintf("unknown command %q", strings.Join(args, " ")))
+	}
+	return ExitOK
 }
 
 // globalFlagSet holds only the global flags, with their real defaults.

@@ -155,7 +155,7 @@ func (s *session) streamLogs(ctx context.Context, cells []*modelsv1.CellPresence
 	}
 	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("logs from cell %s: %w", cells[i].GetCellId(), err)
+			return s.repError(cells[i], err)
 		}
 	}
 	return nil

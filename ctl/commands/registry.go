@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,6 +13,7 @@ type action func(ctx context.Context, s *session, args []string) error
 
 // command is one droverctl subcommand and its documentation.
 type command struct {
+	// name is one word ("cells") or a family and a verb ("converger pause").
 	name  string
 	group string
 	args  []string // names of the positional arguments, all required
@@ -31,6 +33,7 @@ const (
 	groupLRPs    = "Long-running processes"
 	groupCluster = "Tasks, cells and cluster state"
 	groupEvents  = "Events"
+	groupOps     = "Convergence, cordons and evacuation"
 )
 
 // commands lists every command in help order.
@@ -40,17 +43,48 @@ func commands() []*command {
 		actualLRPsCommand(), killCommand(), logsCommand(),
 		tasksCommand(), cellsCommand(), cellStatesCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
 		eventsCommand(),
+		convergerStatusCommand(), convergerPauseCommand(), convergerResumeCommand(),
+		cordonCommand(), uncordonCommand(), evacuateCommand(),
 	}
 }
 
-// lookup finds a command by name.
-func lookup(name string) (*command, bool) {
+// resolve finds the command named by the first words of args and returns the
+// arguments after its name. When args start with a family word ("converger") but
+// name none of its commands, family is that word.
+func resolve(args []string) (cmd *command, rest []string, family string) {
 	for _, c := range commands() {
-		if c.name == name {
-			return c, true
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return c, args[len(words):], ""
+		}
+		if len(words) > 1 && len(args) > 0 && args[0] == words[0] {
+			family = words[0]
 		}
 	}
-	return nil, false
+	if family != "" {
+		return nil, args[1:], family
+	}
+	return nil, args, ""
+}
+
+// familyCommands lists the commands of a family ("converger") in help order.
+func familyCommands(family string) []*command {
+	var out []*command
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, family+" ") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// verbs lists the second words of a family's commands ("status, pause, resume").
+func verbs(family string) string {
+	var names []string
+	for _, c := range familyCommands(family) {
+		names = append(names, strings.TrimPrefix(c.name, family+" "))
+	}
+	return strings.Join(names, ", ")
 }
 
 // synopsis is "NAME FLAGS ARGS".

@@ -2,12 +2,15 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -79,4 +82,18 @@ func eachRep[T any](s *session, cells []*modelsv1.CellPresence, fn func(*repConn
 	}
 	wg.Wait()
 	return results, errs
+}
+
+// repError types an error of a call to the rep of cell and names that rep (and the
+// time limit when it did not answer), so that it is not reported as the BBS's.
+func (s *session) repError(cell *modelsv1.CellPresence, err error) error {
+	if status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
+		return err // interrupted: reported as such
+	}
+	e := models.FromError(err)
+	msg := fmt.Sprintf("rep of cell %s at %s: %s", cell.GetCellId(), cell.GetRepAddress(), e.Message)
+	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("rep of cell %s at %s did not answer within %s (--timeout)", cell.GetCellId(), cell.GetRepAddress(), s.opts.timeout)
+	}
+	return &models.Error{Type: e.Type, Message: msg}
 }

@@ -41,6 +41,9 @@ type Env struct {
 	Stdin io.Reader
 	// Now is the clock for ages in tables; nil means time.Now.
 	Now func() time.Time
+	// PollInterval is how often waiting commands (evacuate --wait) ask the BBS;
+	// zero means every 2 seconds.
+	PollInterval time.Duration
 }
 
 // OSEnv is the Env of the running process.
@@ -71,14 +74,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) 
 		printMainHelp(stderr)
 		return ExitUsage
 	}
-	name, rest := rest[0], rest[1:]
-	if name == "help" {
-		return runHelp(stdout, stderr, rest)
+	if rest[0] == "help" {
+		return runHelp(stdout, stderr, rest[1:])
 	}
-	cmd, ok := lookup(name)
-	if !ok {
-		return reportUsage(stderr, "", fmt.Sprintf("unknown command %q", name))
+	cmd, rest, family := resolve(rest)
+	if family != "" {
+		return runFamily(stdout, stderr, family, rest)
 	}
+	if cmd == nil {
+		return reportUsage(stderr, "", fmt.Sprintf("unknown command %q", rest[0]))
+	}
+	name := cmd.name
 	fs := newFlagSet(name)
 	opts.register(fs)
 	act := cmd.setup(fs)

@@ -98,9 +98,22 @@ func (s *session) confirm(format string, args ...any) error {
 	return err
 }
 
+// report prints a change's outcome: text for people, or view as a JSON line.
+func (s *session) report(view any, format string, args ...any) error {
+	if s.json() {
+		return s.jsonLine(view)
+	}
+	_, err := fmt.Fprintf(s.stdout, format+"\n", args...)
+	return err
+}
+
 // describeError turns any error into a typed one, naming the BBS and the time limit
-// when it could not be reached.
+// when it could not be reached. Errors droverctl typed itself are kept as they are.
 func (s *session) describeError(err error) *models.Error {
+	var typed *models.Error
+	if errors.As(err, &typed) {
+		return typed
+	}
 	e := models.FromError(err)
 	if e.Type != models.ErrTypeUnavailable || s.client == nil {
 		return e

@@ -44,6 +44,15 @@ func TestUsageErrors(t *testing.T) {
 		{"logs index not a number", []string{"logs", "app", "--index", "x"}, "invalid value"},
 		{"logs index too large", []string{"logs", "app", "--index", "2147483648"}, "--index 2147483648 is too large"},
 		{"cell-states takes no arguments", []string{"cell-states", "cell-1"}, "cell-states takes no arguments"},
+		{"converger without a command", []string{"converger"}, "converger needs a command: status, pause, resume"},
+		{"converger with an unknown command", []string{"converger", "stop"}, `unknown command "converger stop": converger takes status, pause, resume`},
+		{"cell without a command", []string{"cell"}, "cell needs a command: cordon, uncordon"},
+		{"converger status takes no arguments", []string{"converger", "status", "now"}, "converger status takes no arguments"},
+		{"converger pause takes no arguments", []string{"converger", "pause", "because"}, "converger pause takes no arguments"},
+		{"cordon without a cell", []string{"cell", "cordon", "--reason", "disk"}, "cell cordon takes 1 argument: CELL_ID"},
+		{"uncordon without a cell", []string{"cell", "uncordon"}, "cell uncordon takes 1 argument: CELL_ID"},
+		{"evacuate without a cell", []string{"evacuate", "--wait"}, "evacuate takes 1 argument: CELL_ID"},
+		{"evacuate with two cells", []string{"evacuate", "cell-1", "cell-2"}, "evacuate takes 1 argument: CELL_ID"},
 		{"zero timeout", []string{"--timeout", "0", "domains"}, "--timeout must be positive"},
 		{"bad timeout", []string{"domains", "--timeout", "fast"}, "invalid value"},
 	}
@@ -63,12 +72,40 @@ func TestUsageErrorsPointToHelp(t *testing.T) {
 
 	res = run(t, commands.Env{}, "bogus")
 	require.Equal(t, "droverctl: unknown command \"bogus\"\nRun 'droverctl help' for usage.\n", res.stderr)
+
+	res = run(t, commands.Env{}, "cell", "cordon")
+	require.Equal(t, "droverctl: cell cordon takes 1 argument: CELL_ID\nRun 'droverctl cell cordon -h' for usage.\n", res.stderr)
+
+	res = run(t, commands.Env{}, "converger")
+	require.Equal(t, "droverctl: converger needs a command: status, pause, resume\nRun 'droverctl converger -h' for usage.\n", res.stderr)
+}
+
+func TestFamilyHelp(t *testing.T) {
+	env := commands.Env{}
+	for _, args := range [][]string{{"converger", "-h"}, {"help", "converger"}, {"converger", "--help"}} {
+		res := run(t, env, args...)
+		require.Equal(t, commands.ExitOK, res.code, "%v: %s", args, res.stderr)
+		require.Contains(t, res.stdout, "Usage: droverctl converger COMMAND")
+		for _, name := range []string{"converger status", "converger pause", "converger resume"} {
+			require.Contains(t, res.stdout, "\n  "+name+" ", "%v lists %s", args, name)
+		}
+		require.NotContains(t, res.stdout, "cell cordon")
+	}
+	res := run(t, env, "help", "cell")
+	require.Equal(t, commands.ExitOK, res.code)
+	require.Contains(t, res.stdout, "  cell cordon CELL_ID  ")
+	require.Contains(t, res.stdout, "  cell uncordon CELL_ID  ")
+
+	res = run(t, env, "help", "converger", "stop")
+	require.Equal(t, commands.ExitUsage, res.code)
+	require.Contains(t, res.stderr, `unknown command "converger stop"`)
 }
 
 func TestHelp(t *testing.T) {
 	env := commands.Env{}
 	allCommands := []string{"domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
-		"delete", "actual-lrps", "kill", "logs", "tasks", "cells", "cell-states", "events", "locks"}
+		"delete", "actual-lrps", "kill", "logs", "tasks", "cells", "cell-states", "events", "locks",
+		"converger status", "converger pause", "converger resume", "cell cordon", "cell uncordon", "evacuate"}
 
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -86,11 +123,12 @@ func TestHelp(t *testing.T) {
 
 	for _, name := range allCommands {
 		t.Run(name+" -h", func(t *testing.T) {
-			viaFlag := run(t, env, name, "-h")
+			words := strings.Fields(name)
+			viaFlag := run(t, env, append(words, "-h")...)
 			require.Equal(t, commands.ExitOK, viaFlag.code)
 			require.Contains(t, viaFlag.stdout, "Usage: droverctl "+name)
 			require.Contains(t, viaFlag.stdout, "Examples:\n  droverctl "+name)
-			viaHelp := run(t, env, "help", name)
+			viaHelp := run(t, env, append([]string{"help"}, words...)...)
 			require.Equal(t, viaFlag, viaHelp)
 		})
 	}
@@ -98,6 +136,10 @@ func TestHelp(t *testing.T) {
 	res := run(t, env, "set-domain", "-h")
 	require.Contains(t, res.stdout, "Usage: droverctl set-domain [--ttl DURATION] DOMAIN")
 	require.Contains(t, res.stdout, "--ttl DURATION")
+
+	res = run(t, env, "evacuate", "-h")
+	require.Contains(t, res.stdout, "Usage: droverctl evacuate [--wait] CELL_ID")
+	require.Contains(t, res.stdout, "--timeout\nbounds the whole wait (default 15m)")
 }
 
 func TestParseDuration(t *testing.T) {

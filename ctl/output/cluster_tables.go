@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -35,9 +36,10 @@ func TaskTable(tasks []*modelsv1.Task, now time.Time) *Table {
 	return t
 }
 
-// CellTable lists live cells with their capacity and what they can run.
+// CellTable lists live cells with their capacity, what they can run and whether an
+// operator cordoned them.
 func CellTable(cells []*modelsv1.CellPresence, now time.Time) *Table {
-	t := NewTable("CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "EXPIRES")
+	t := NewTable("CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES")
 	for _, c := range cells {
 		t.Add(
 			c.GetCellId(),
@@ -48,6 +50,7 @@ func CellTable(cells []*modelsv1.CellPresence, now time.Time) *Table {
 			Int(c.GetCapacity().GetContainers()),
 			RootFSProviders(c.GetRootfsProviders()),
 			placementTags(c),
+			YesNo(c.GetCordoned()),
 			Remaining(c.GetExpiresAt(), now),
 		)
 	}
@@ -78,6 +81,18 @@ func placementTags(c *modelsv1.CellPresence) string {
 	return strings.Join(tags, ",")
 }
 
+// Cell is the JSON view of a live cell: the LRP API's view plus its cordon.
+type Cell struct {
+	jsonapi.Cell
+	Cordoned     bool   `json:"cordoned"`
+	CordonReason string `json:"cordon_reason,omitempty"`
+}
+
+// CellView converts a cell presence for JSON output.
+func CellView(c *modelsv1.CellPresence) Cell {
+	return Cell{Cell: jsonapi.CellView(c), Cordoned: c.GetCordoned(), CordonReason: c.GetCordonReason()}
+}
+
 // LockTable lists held locks.
 func LockTable(locks []*modelsv1.Lock, now time.Time) *Table {
 	t := NewTable("KEY", "OWNER", "VALUE", "EXPIRES")
@@ -98,11 +113,10 @@ type Lock struct {
 
 // LockView converts a lock for JSON output.
 func LockView(l *modelsv1.Lock) Lock {
-	v := Lock{Key: l.GetKey(), Owner: l.GetOwner(), Value: l.GetValue(), ModifiedIndex: l.GetModifiedIndex()}
-	if l.GetExpiresAt() != 0 {
-		v.ExpiresAt = time.Unix(0, l.GetExpiresAt()).UTC().Format(time.RFC3339Nano)
+	return Lock{
+		Key: l.GetKey(), Owner: l.GetOwner(), Value: l.GetValue(),
+		ExpiresAt: timestampNano(l.GetExpiresAt()), ModifiedIndex: l.GetModifiedIndex(),
 	}
-	return v
 }
 
 // Domain is the JSON view of a fresh domain.

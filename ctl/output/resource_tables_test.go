@@ -113,9 +113,15 @@ func TestClusterTables(t *testing.T) {
 		ExpiresAt: testNow.Add(30 * time.Second).UnixNano(),
 	}}
 	require.Equal(t, [][]string{
-		{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "EXPIRES"},
-		{"cell-1", "z1", "10.0.0.1:1800", "8192", "20000", "250", "preloaded:cflinuxfs4,preloaded:cflinuxfs3,docker", "gpu,ssd?", "in", "30s"},
+		{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES"},
+		{"cell-1", "z1", "10.0.0.1:1800", "8192", "20000", "250", "preloaded:cflinuxfs4,preloaded:cflinuxfs3,docker", "gpu,ssd?", "no", "in", "30s"},
 	}, fieldsOf(t, output.CellTable(cells, testNow)))
+	cells[0].Cordoned, cells[0].CordonReason = true, "disk"
+	require.Equal(t, "yes", fieldsOf(t, output.CellTable(cells, testNow))[1][8])
+	cellView := output.CellView(cells[0])
+	require.Equal(t, "cell-1", cellView.CellID)
+	require.True(t, cellView.Cordoned)
+	require.Equal(t, "disk", cellView.CordonReason)
 
 	locks := []*modelsv1.Lock{{Key: "auctioneer", Owner: "a-1", ExpiresAt: nanosAgo(time.Second)}}
 	require.Equal(t, [][]string{
@@ -137,6 +143,10 @@ func TestNilModelsRenderWithoutPanicking(t *testing.T) {
 	require.Len(t, fieldsOf(t, output.LockTable([]*modelsv1.Lock{nil}, testNow)), 2)
 	require.NotEmpty(t, renderLines(t, output.DesiredLRPProperties(nil, testNow)))
 	require.Equal(t, output.Lock{}, output.LockView(nil))
+	require.Equal(t, output.Cell{}, output.CellView(nil))
+	require.NotEmpty(t, renderLines(t, output.ConvergerStatusProperties(nil, testNow)))
+	require.Nil(t, output.ConvergerStatusView(nil).LastPass)
+	require.Equal(t, "ORDINARY", output.CountInstances([]*modelsv1.ActualLRP{nil})[0].Presence, "a nil row counts as ordinary")
 	output.SortActualLRPs([]*modelsv1.ActualLRP{nil, {ProcessGuid: "a"}, nil})
 	require.NotEmpty(t, output.EventLine(nil))
 	require.NotEmpty(t, output.EventLine(&modelsv1.Event{Payload: &modelsv1.Event_ActualLrpInstanceChanged{}}))
