@@ -485,3 +485,12 @@ func TestReadFileAndMetrics(t *testing.T) {
 	assert.True(t, e.Healthy(ctx))
 	assert.Equal(t, "preloaded", e.RootFSProviders()[0].GetName())
 }
+
+func TestAppendCellLog(t *testing.T) {
+	e := startClean(t, fastConfig(), newRuntime())
+	startContainer(t, e, "g", runInfo(run("sleep")))
+	waitState(t, e, "g", executor.StateRunning)
+	require.NoError(t, e.AppendCellLog(context.Background(), "g", "Cell cell-1 requesting replacement for instance g"))
+	assertLogContains(t, e, "g", "Cell cell-1 requesting replacement for instance g")
+	assert.ErrorIs(t, e.AppendCellLog(context.Background(), "nope", "x"), executor.ErrContainerNotFound)
+}

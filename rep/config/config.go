@@ -33,6 +33,10 @@ const (
 	DefaultReapInterval        = 15 * time.Second
 	DefaultMetricsInterval     = 15 * time.Second
 	DefaultDiskPollInterval    = 5 * time.Second
+	// DefaultEvacuationTimeout bounds a drain: containers still there are deleted then.
+	DefaultEvacuationTimeout = 10 * time.Minute
+	// DefaultEvacuationPollingInterval is the bulk sync and evacuator period while draining.
+	DefaultEvacuationPollingInterval = 10 * time.Second
 )
 
 // Config is the rep's configuration file.
@@ -65,6 +69,15 @@ type Config struct {
 	PresenceInterval libconfig.Duration `json:"presence_interval"`
 	// PollingInterval is the period of the sync of containers with the BBS.
 	PollingInterval libconfig.Duration `json:"polling_interval"`
+
+	// EvacuateOnSigterm makes SIGTERM/SIGINT drain the cell (hand its instances over to
+	// other cells, then exit 0) instead of stopping at once with containers left running.
+	EvacuateOnSigterm bool `json:"evacuate_on_sigterm"`
+	// EvacuationTimeout bounds a drain; what is left then is deleted.
+	EvacuationTimeout libconfig.Duration `json:"evacuation_timeout"`
+	// EvacuationPollingInterval replaces PollingInterval while the cell evacuates, and
+	// is how often the evacuator checks whether containers are left.
+	EvacuationPollingInterval libconfig.Duration `json:"evacuation_polling_interval"`
 
 	Executor ExecutorConfig `json:"executor"`
 	LogLevel string         `json:"log_level"`
@@ -119,6 +132,9 @@ func Default() Config {
 		PresenceInterval: libconfig.Duration(DefaultPresenceInterval),
 		PollingInterval:  libconfig.Duration(DefaultPollingInterval),
 		RootFSProviders:  []string{"docker"},
+
+		EvacuationTimeout:         libconfig.Duration(DefaultEvacuationTimeout),
+		EvacuationPollingInterval: libconfig.Duration(DefaultEvacuationPollingInterval),
 		Executor: ExecutorConfig{
 			Backend:             DefaultBackend,
 			ContainerdNamespace: DefaultContainerdNamespace,
@@ -198,6 +214,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PollingInterval <= 0 {
 		check(libconfig.Invalid("polling_interval", "must be positive"))
+	}
+	if c.EvacuationTimeout <= 0 {
+		check(libconfig.Invalid("evacuation_timeout", "must be positive, got %s", c.EvacuationTimeout.Duration()))
+	}
+	if c.EvacuationPollingInterval <= 0 || c.EvacuationPollingInterval > c.EvacuationTimeout {
+		check(libconfig.Invalid("evacuation_polling_interval", "must be positive and not longer than evacuation_timeout, got %s", c.EvacuationPollingInterval.Duration()))
 	}
 	check(c.Executor.validate())
 	if _, err := logging.ParseLevel(c.LogLevel); err != nil {

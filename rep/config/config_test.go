@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -47,6 +48,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"presence_interval", func(c *Config) { c.PresenceInterval = c.PresenceTTL }},
 		{"presence_interval", func(c *Config) { c.PresenceTTL = 0 }},
 		{"polling_interval", func(c *Config) { c.PollingInterval = 0 }},
+		{"evacuation_timeout", func(c *Config) { c.EvacuationTimeout = 0 }},
+		{"evacuation_polling_interval", func(c *Config) { c.EvacuationPollingInterval = 0 }},
+		{"evacuation_polling_interval", func(c *Config) { c.EvacuationPollingInterval = c.EvacuationTimeout + 1 }},
 		{"log_level", func(c *Config) { c.LogLevel = "loud" }},
 		{"executor.backend", func(c *Config) { c.Executor.Backend = "garden" }},
 		{"executor.containerd_socket", func(c *Config) { c.Executor.ContainerdSocket = "" }},
@@ -98,8 +102,22 @@ func TestLoadKeepsDefaults(t *testing.T) {
 	require.Equal(t, DefaultPresenceTTL, c.PresenceTTL.Duration())
 	require.Equal(t, "sim", c.Executor.Backend)
 	require.Equal(t, DefaultReapInterval, c.Executor.ReapInterval.Duration())
+	require.False(t, c.EvacuateOnSigterm)
+	require.Equal(t, 10*time.Minute, c.EvacuationTimeout.Duration())
+	require.Equal(t, 10*time.Second, c.EvacuationPollingInterval.Duration())
 
 	require.NoError(t, os.WriteFile(path, []byte(`{"executor":{"backend":"sim","state_dir":"/tmp/x"}}`), 0o600))
 	_, err = Load(path)
 	require.ErrorContains(t, err, "cell_id")
+}
+
+func TestLoadEvacuationSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rep.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"cell_id":"cell-7","executor":{"backend":"sim","state_dir":"/tmp/x"},
+		"evacuate_on_sigterm":true,"evacuation_timeout":"2m","evacuation_polling_interval":"1s"}`), 0o600))
+	c, err := Load(path)
+	require.NoError(t, err)
+	require.True(t, c.EvacuateOnSigterm)
+	require.Equal(t, 2*time.Minute, c.EvacuationTimeout.Duration())
+	require.Equal(t, time.Second, c.EvacuationPollingInterval.Duration())
 }

@@ -29,7 +29,13 @@ var providers = []*modelsv1.RootFSProvider{{Name: "preloaded", Properties: []str
 // serve runs the service on a bufconn gRPC server and returns a client.
 func serve(t *testing.T, e *fakeexec.Client) (repv1.RepServiceClient, *Server) {
 	t.Helper()
-	api := New(testCell, e, nil)
+	return serveWith(t, e, nil)
+}
+
+// serveWith is serve with an evacuation state (nil: the rep cannot evacuate).
+func serveWith(t *testing.T, e *fakeexec.Client, evac Evacuation) (repv1.RepServiceClient, *Server) {
+	t.Helper()
+	api := New(testCell, e, evac, nil)
 	srv, _ := grpcserver.NewServer(nil)
 	api.Register(srv)
 	lis := bufconn.Listen(1 << 20)

@@ -9,10 +9,15 @@ import (
 )
 
 // Perform reserves containers for the work it can take (cell.md §2.4) and returns the
-// rest. Claiming and running follow from the executor's reserved events.
+// rest. Claiming and running follow from the executor's reserved events. A cell that
+// evacuates takes nothing.
 func (s *Server) Perform(ctx context.Context, req *repv1.PerformRequest) (*repv1.PerformResponse, error) {
 	if id := req.GetCellId(); id != "" && id != s.cell.ID {
 		s.logger.Error("perform-for-another-cell", "requested_cell_id", id)
+		return &repv1.PerformResponse{FailedLrps: req.GetLrps(), FailedTasks: req.GetTasks()}, nil
+	}
+	if s.evacuating() {
+		s.logger.Info("perform-refused", "reason", ReasonEvacuating, "failed_lrps", len(req.GetLrps()), "failed_tasks", len(req.GetTasks()))
 		return &repv1.PerformResponse{FailedLrps: req.GetLrps(), FailedTasks: req.GetTasks()}, nil
 	}
 	resp := &repv1.PerformResponse{}

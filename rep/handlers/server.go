@@ -24,11 +24,22 @@ type Cell struct {
 	OptionalPlacementTags []string
 }
 
+// Evacuation is the cell's evacuation state as the handlers use it.
+type Evacuation interface {
+	Evacuating() bool
+	// Start begins the evacuation; already reports whether it had begun before.
+	Start() (already bool)
+}
+
+// ReasonEvacuating is logged for work refused because the cell evacuates.
+const ReasonEvacuating = "cell is evacuating"
+
 // Server implements repv1.RepServiceServer over an executor.
 type Server struct {
 	repv1.UnimplementedRepServiceServer
 	cell   Cell
 	exec   executor.Client
+	evac   Evacuation
 	logger *slog.Logger
 	// background tracks work that outlives its request (task cancellation).
 	background sync.WaitGroup
@@ -36,9 +47,23 @@ type Server struct {
 
 var _ repv1.RepServiceServer = (*Server)(nil)
 
-// New makes the service.
-func New(cell Cell, exec executor.Client, logger *slog.Logger) *Server {
-	return &Server{cell: cell, exec: exec, logger: logging.OrDiscard(logger)}
+// New makes the service; evac may be nil (the cell then never evacuates and Evacuate
+// is refused).
+func New(cell Cell, exec executor.Client, evac Evacuation, logger *slog.Logger) *Server {
+	return &Server{cell: cell, exec: exec, evac: evac, logger: logging.OrDiscard(logger)}
+}
+
+// evacuating reports whether the cell evacuates.
+func (s *Server) evacuating() bool { return s.evac != nil && s.evac.Evacuating() }
+
+// Evacuate starts draining the cell and returns at once (cell.md §2.8).
+func (s *Server) Evacuate(context.Context, *repv1.EvacuateRequest) (*repv1.EvacuateResponse, error) {
+	if s.evac == nil {
+		return nil, status.Error(codes.Unimplemented, "this rep cannot evacuate")
+	}
+	already := s.evac.Start()
+	s.logger.Info("evacuate-requested", "already_evacuating", already)
+	return &repv1.EvacuateResponse{AlreadyEvacuating: already}, nil
 }
 
 // Register adds the service to srv.
@@ -65,6 +90,7 @@ func (s *Server) State(ctx context.Context, _ *repv1.StateRequest) (*repv1.State
 		RootFSProviders:       s.exec.RootFSProviders(),
 		PlacementTags:         s.cell.PlacementTags,
 		OptionalPlacementTags: s.cell.OptionalPlacementTags,
+		Evacuating:            s.evacuating(),
 	}, containers), nil
 }
 

@@ -25,6 +25,13 @@ type BBS interface {
 	StartTask(ctx context.Context, taskGuid, cellID string) (shouldStart bool, err error)
 	CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskRequest) error
 	RejectTask(ctx context.Context, taskGuid, reason string) error
+
+	// The calls of a draining cell (bbs.md §1.2); keep says whether to keep the container.
+	EvacuateClaimedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) (keep bool, err error)
+	EvacuateRunningActualLRP(ctx context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (keep bool, err error)
+	EvacuateStoppedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) (keep bool, err error)
+	EvacuateCrashedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey, reason string) (keep bool, err error)
+	RemoveEvacuatingActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) error
 }
 
 // GRPCBBS is the BBS over its gRPC client.
@@ -120,6 +127,36 @@ func (b GRPCBBS) CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskReques
 // RejectTask hands a task back for another placement.
 func (b GRPCBBS) RejectTask(ctx context.Context, taskGuid, reason string) error {
 	_, err := b.Client.RejectTask(ctx, &bbsv1.RejectTaskRequest{TaskGuid: taskGuid, RejectionReason: reason})
+	return err
+}
+
+// EvacuateClaimedActualLRP hands an unstarted instance back for placement elsewhere.
+func (b GRPCBBS) EvacuateClaimedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) (bool, error) {
+	resp, err := b.Client.EvacuateClaimedActualLRP(ctx, &bbsv1.EvacuateClaimedActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: instance})
+	return resp.GetKeepContainer(), err
+}
+
+// EvacuateRunningActualLRP asks for a replacement of a running instance.
+func (b GRPCBBS) EvacuateRunningActualLRP(ctx context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (bool, error) {
+	resp, err := b.Client.EvacuateRunningActualLRP(ctx, req)
+	return resp.GetKeepContainer(), err
+}
+
+// EvacuateStoppedActualLRP deletes the instance's row, whatever its presence.
+func (b GRPCBBS) EvacuateStoppedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) (bool, error) {
+	resp, err := b.Client.EvacuateStoppedActualLRP(ctx, &bbsv1.EvacuateStoppedActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: instance})
+	return resp.GetKeepContainer(), err
+}
+
+// EvacuateCrashedActualLRP reports a crash on a draining cell.
+func (b GRPCBBS) EvacuateCrashedActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey, reason string) (bool, error) {
+	resp, err := b.Client.EvacuateCrashedActualLRP(ctx, &bbsv1.EvacuateCrashedActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: instance, ErrorMessage: reason})
+	return resp.GetKeepContainer(), err
+}
+
+// RemoveEvacuatingActualLRP deletes the instance's EVACUATING row.
+func (b GRPCBBS) RemoveEvacuatingActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey) error {
+	_, err := b.Client.RemoveEvacuatingActualLRP(ctx, &bbsv1.RemoveEvacuatingActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: instance})
 	return err
 }
 

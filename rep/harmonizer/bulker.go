@@ -22,9 +22,9 @@ type Snapshot struct {
 type Operation struct {
 	// Guid keys the queue (container, instance or task guid).
 	Guid string
-	// Kind is "container", "residual-lrp" or "residual-task".
+	// Kind is "container", "residual-lrp", "residual-evacuating-lrp" or "residual-task".
 	Kind string
-	// LRP is the residual record (Kind residual-lrp).
+	// LRP is the residual record (Kinds residual-lrp and residual-evacuating-lrp).
 	LRP *modelsv1.ActualLRP
 }
 
@@ -33,11 +33,14 @@ const (
 	OpContainer    = "container"
 	OpResidualLRP  = "residual-lrp"
 	OpResidualTask = "residual-task"
+	// OpResidualEvacuatingLRP removes an EVACUATING record whose container is gone.
+	OpResidualEvacuatingLRP = "residual-evacuating-lrp"
 )
 
 // Plan is the bulker's pure core (cell.md §2.6): every container gets a container
-// operation; an ordinary instance on the cell without a container, and a running task
-// on the cell without a container, get residual operations.
+// operation; an ordinary or evacuating instance on the cell without a container, and a
+// running task on the cell without a container, get residual operations (SUSPECT
+// records are the converger's).
 func Plan(s Snapshot) []Operation {
 	have := make(map[string]bool, len(s.Containers))
 	ops := make([]Operation, 0, len(s.Containers))
@@ -46,15 +49,15 @@ func Plan(s Snapshot) []Operation {
 		ops = append(ops, Operation{Guid: c.Guid, Kind: OpContainer})
 	}
 	for _, lrp := range s.LRPs {
-		switch lrp.GetPresence() {
-		case modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_ORDINARY, modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_UNSPECIFIED:
-		default:
-			continue
-		}
 		if lrp.GetInstanceGuid() == "" || have[lrp.GetInstanceGuid()] {
 			continue
 		}
-		ops = append(ops, Operation{Guid: lrp.GetInstanceGuid(), Kind: OpResidualLRP, LRP: lrp})
+		switch lrp.GetPresence() {
+		case modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_ORDINARY, modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_UNSPECIFIED:
+			ops = append(ops, Operation{Guid: lrp.GetInstanceGuid(), Kind: OpResidualLRP, LRP: lrp})
+		case modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_EVACUATING:
+			ops = append(ops, Operation{Guid: lrp.GetInstanceGuid(), Kind: OpResidualEvacuatingLRP, LRP: lrp})
+		}
 	}
 	for _, task := range s.Tasks {
 		if task.GetState() != modelsv1.TaskState_TASK_STATE_RUNNING || have[task.GetTaskGuid()] {
@@ -99,6 +102,9 @@ func (h *Harmonizer) push(q *Queue, op Operation) {
 		q.Push(op.Guid, func(ctx context.Context) { h.ProcessContainer(ctx, op.Guid) })
 	case OpResidualLRP:
 		q.Push(op.Guid, func(ctx context.Context) { h.processResidualLRP(ctx, op.LRP) })
+	case OpResidualEvacuatingLRP:
+		// Its own key: the ordinary record of the same instance may be residual too.
+		q.Push(OpResidualEvacuatingLRP+"/"+op.Guid, func(ctx context.Context) { h.processResidualEvacuatingLRP(ctx, op.LRP) })
 	case OpResidualTask:
 		q.Push(op.Guid, func(ctx context.Context) { h.processResidualTask(ctx, op.Guid) })
 	}

@@ -41,9 +41,17 @@ func TestPlan(t *testing.T) {
 			want: []Operation{{Guid: "x", Kind: OpResidualLRP, LRP: lrp("x", ordinary)}, {Guid: "y", Kind: OpResidualLRP, LRP: lrp("y", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_UNSPECIFIED)}},
 		},
 		{
-			name: "evacuating and suspect records are left alone",
-			snap: Snapshot{LRPs: []*modelsv1.ActualLRP{lrp("e", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_EVACUATING), lrp("s", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_SUSPECT)}},
+			name: "suspect records are left alone",
+			snap: Snapshot{LRPs: []*modelsv1.ActualLRP{lrp("s", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_SUSPECT)}},
 			want: []Operation{},
+		},
+		{
+			name: "evacuating record without container is residual; with its container it is not",
+			snap: Snapshot{
+				Containers: []executor.Container{{Guid: "kept"}},
+				LRPs:       []*modelsv1.ActualLRP{lrp("e", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_EVACUATING), lrp("kept", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_EVACUATING)},
+			},
+			want: []Operation{{Guid: "kept", Kind: OpContainer}, {Guid: "e", Kind: OpResidualEvacuatingLRP, LRP: lrp("e", modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_EVACUATING)}},
 		},
 		{
 			name: "running task without container is residual; completed ones are not",

@@ -15,17 +15,20 @@ import (
 type fakeBBS struct {
 	mu          sync.Mutex
 	calls       []string
-	errs        map[string]error // by call name: claim, start, crash, remove, desired, start-task, task, complete, reject, list-lrps, list-tasks
+	errs        map[string]error // by call name: claim, start, crash, remove, desired, start-task, task, complete, reject, list-lrps, list-tasks, evacuate-claimed, evacuate-running, evacuate-stopped, evacuate-crashed, remove-evacuating
+	keep        map[string]bool  // keep_container answers by call name (evacuate-*)
 	desired     map[string]*modelsv1.DesiredLRP
 	tasks       map[string]*modelsv1.Task
 	lrps        []*modelsv1.ActualLRP
 	shouldStart bool
 	starts      []*bbsv1.StartActualLRPRequest
 	completes   []*bbsv1.CompleteTaskRequest
+	// evacuateRunning are the EvacuateRunningActualLRP requests received.
+	evacuateRunning []*bbsv1.EvacuateRunningActualLRPRequest
 }
 
 func newFakeBBS() *fakeBBS {
-	return &fakeBBS{errs: map[string]error{}, desired: map[string]*modelsv1.DesiredLRP{}, tasks: map[string]*modelsv1.Task{}, shouldStart: true}
+	return &fakeBBS{errs: map[string]error{}, keep: map[string]bool{}, desired: map[string]*modelsv1.DesiredLRP{}, tasks: map[string]*modelsv1.Task{}, shouldStart: true}
 }
 
 func (f *fakeBBS) record(name, line string) error {
@@ -126,4 +129,45 @@ func (f *fakeBBS) CompleteTask(_ context.Context, req *bbsv1.CompleteTaskRequest
 
 func (f *fakeBBS) RejectTask(_ context.Context, guid, reason string) error {
 	return f.record("reject", fmt.Sprintf("reject %s: %s", guid, reason))
+}
+
+// SetKeep sets the keep_container answer of an evacuate-* call.
+func (f *fakeBBS) SetKeep(name string, keep bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keep[name] = keep
+}
+
+// evacuation records an evacuate-* call and answers its keep flag (false on error).
+func (f *fakeBBS) evacuation(name, line string) (bool, error) {
+	if err := f.record(name, line); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keep[name], nil
+}
+
+func (f *fakeBBS) EvacuateClaimedActualLRP(_ context.Context, key *modelsv1.ActualLRPKey, in *modelsv1.ActualLRPInstanceKey) (bool, error) {
+	return f.evacuation("evacuate-claimed", fmt.Sprintf("evacuate-claimed %s/%d %s@%s", key.GetProcessGuid(), key.GetIndex(), in.GetInstanceGuid(), in.GetCellId()))
+}
+
+func (f *fakeBBS) EvacuateRunningActualLRP(_ context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (bool, error) {
+	f.mu.Lock()
+	f.evacuateRunning = append(f.evacuateRunning, req)
+	f.mu.Unlock()
+	return f.evacuation("evacuate-running", fmt.Sprintf("evacuate-running %s/%d %s@%s", req.GetActualLrpKey().GetProcessGuid(), req.GetActualLrpKey().GetIndex(),
+		req.GetActualLrpInstanceKey().GetInstanceGuid(), req.GetActualLrpInstanceKey().GetCellId()))
+}
+
+func (f *fakeBBS) EvacuateStoppedActualLRP(_ context.Context, key *modelsv1.ActualLRPKey, in *modelsv1.ActualLRPInstanceKey) (bool, error) {
+	return f.evacuation("evacuate-stopped", fmt.Sprintf("evacuate-stopped %s/%d %s@%s", key.GetProcessGuid(), key.GetIndex(), in.GetInstanceGuid(), in.GetCellId()))
+}
+
+func (f *fakeBBS) EvacuateCrashedActualLRP(_ context.Context, key *modelsv1.ActualLRPKey, in *modelsv1.ActualLRPInstanceKey, reason string) (bool, error) {
+	return f.evacuation("evacuate-crashed", fmt.Sprintf("evacuate-crashed %s/%d %s@%s: %s", key.GetProcessGuid(), key.GetIndex(), in.GetInstanceGuid(), in.GetCellId(), reason))
+}
+
+func (f *fakeBBS) RemoveEvacuatingActualLRP(_ context.Context, key *modelsv1.ActualLRPKey, in *modelsv1.ActualLRPInstanceKey) error {
+	return f.record("remove-evacuating", fmt.Sprintf("remove-evacuating %s/%d %s@%s", key.GetProcessGuid(), key.GetIndex(), in.GetInstanceGuid(), in.GetCellId()))
 }

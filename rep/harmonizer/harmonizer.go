@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"drover.dev/executor"
@@ -22,6 +23,26 @@ type Config struct {
 	PollingInterval time.Duration
 	// Workers bounds concurrent operations (DefaultWorkers when 0).
 	Workers int
+	// Evacuation, when set, switches LRP containers to the evacuation processor and the
+	// bulk sync to EvacuationPollingInterval once the cell starts evacuating.
+	Evacuation Evacuation
+	// EvacuationPollingInterval is the bulk sync period while evacuating
+	// (PollingInterval when 0).
+	EvacuationPollingInterval time.Duration
+}
+
+// Evacuation is the cell's evacuation state as the harmonizer reads it.
+type Evacuation interface {
+	Evacuating() bool
+	// Started is closed when the evacuation begins.
+	Started() <-chan struct{}
+}
+
+// CellLogWriter is implemented by executors that let the rep add a line of its own to
+// a container's log (source CELL). The harmonizer writes evacuation lines only when
+// the executor is one.
+type CellLogWriter interface {
+	AppendCellLog(ctx context.Context, guid, text string) error
 }
 
 // Harmonizer processes containers against the BBS.
@@ -31,12 +52,18 @@ type Harmonizer struct {
 	bbs     BBS
 	logger  *slog.Logger
 	metrics *Metrics
+	// announced holds the guids of running instances whose replacement was already
+	// announced in their app log.
+	announced sync.Map
 }
 
 // New makes a harmonizer; metrics may be nil. The logger should name the cell.
 func New(cfg Config, exec executor.Client, bbs BBS, metrics *Metrics, logger *slog.Logger) *Harmonizer {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
+	}
+	if cfg.EvacuationPollingInterval <= 0 {
+		cfg.EvacuationPollingInterval = cfg.PollingInterval
 	}
 	return &Harmonizer{cfg: cfg, exec: exec, bbs: bbs, metrics: metrics, logger: logging.OrDiscard(logger)}
 }
@@ -55,7 +82,12 @@ func (h *Harmonizer) ProcessContainer(ctx context.Context, guid string) {
 	}
 	switch c.Tags[executor.TagLifecycle] {
 	case executor.LifecycleLRP:
-		h.processLRP(ctx, c, logger.With("process_guid", c.Tags[executor.TagProcessGuid], "index", c.Tags[executor.TagProcessIndex]))
+		logger := logger.With("process_guid", c.Tags[executor.TagProcessGuid], "index", c.Tags[executor.TagProcessIndex])
+		if h.evacuating() {
+			h.evacuateLRP(ctx, c, logger)
+			return
+		}
+		h.processLRP(ctx, c, logger)
 	case executor.LifecycleTask:
 		h.processTask(ctx, c, logger)
 	default:
@@ -77,4 +109,20 @@ func (h *Harmonizer) deleteContainer(ctx context.Context, guid string, logger *s
 func (h *Harmonizer) containerExists(ctx context.Context, guid string) bool {
 	_, err := h.exec.Get(ctx, guid)
 	return !errors.Is(err, executor.ErrContainerNotFound)
+}
+
+// evacuating reports whether the cell has started evacuating.
+func (h *Harmonizer) evacuating() bool {
+	return h.cfg.Evacuation != nil && h.cfg.Evacuation.Evacuating()
+}
+
+// cellLog adds a line to a container's app log when the executor allows it.
+func (h *Harmonizer) cellLog(ctx context.Context, guid, text string, logger *slog.Logger) {
+	w, ok := h.exec.(CellLogWriter)
+	if !ok {
+		return
+	}
+	if err := w.AppendCellLog(ctx, guid, text); err != nil {
+		logger.Error("failed-to-write-app-log-line", "error", err.Error())
+	}
 }

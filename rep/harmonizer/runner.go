@@ -14,7 +14,8 @@ const resubscribeDelay = time.Second
 
 // Run is the harmonizer as an ifrit member: it subscribes to executor events, becomes
 // ready, syncs once at once and then every polling interval, and on a signal stops
-// taking operations and waits for the running ones.
+// taking operations and waits for the running ones. When the cell starts evacuating it
+// syncs at once and then every evacuation polling interval.
 func (h *Harmonizer) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -31,12 +32,21 @@ func (h *Harmonizer) Run(signals <-chan os.Signal, ready chan<- struct{}) error 
 	close(ready)
 	h.logger.Info("harmonizer-started", "polling_interval", h.cfg.PollingInterval.String())
 
+	var evacuationStarted <-chan struct{}
+	if h.cfg.Evacuation != nil {
+		evacuationStarted = h.cfg.Evacuation.Started()
+	}
 	h.Sync(ctx, q)
 	ticker := time.NewTicker(h.cfg.PollingInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
+			h.Sync(ctx, q)
+		case <-evacuationStarted:
+			evacuationStarted = nil
+			ticker.Reset(h.cfg.EvacuationPollingInterval)
+			h.logger.Info("harmonizer-evacuating", "polling_interval", h.cfg.EvacuationPollingInterval.String())
 			h.Sync(ctx, q)
 		case <-signals:
 			cancel()

@@ -4,8 +4,10 @@ package presence
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,7 +49,11 @@ func Build(cfg Config, exec executor.Client) *modelsv1.CellPresence {
 
 // Runner heartbeats until signalled. It does not remove the presence when it stops:
 // the presence expires after its TTL, which keeps a quickly restarted rep's cell alive.
+// Only Remove (at the end of an evacuation) takes it out, for good.
 type Runner struct {
+	// mu orders heartbeats and Remove, so that no heartbeat lands after the removal.
+	mu         sync.Mutex
+	removed    bool
 	cfg        Config
 	exec       executor.Client
 	cells      bbsv1.CellServiceClient
@@ -69,8 +75,16 @@ func New(cfg Config, exec executor.Client, cells bbsv1.CellServiceClient, reg pr
 	return r, nil
 }
 
+// ErrRemoved is returned by Heartbeat once the presence was removed.
+var ErrRemoved = errors.New("cell presence was removed")
+
 // Heartbeat sends the presence once.
 func (r *Runner) Heartbeat(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.removed {
+		return ErrRemoved
+	}
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
 	ttl := uint32((r.cfg.TTL + time.Second - 1) / time.Second)
@@ -83,13 +97,24 @@ func (r *Runner) Heartbeat(ctx context.Context) error {
 	return nil
 }
 
+// Remove stops the heartbeats for good and deletes the cell's presence from the BBS.
+func (r *Runner) Remove(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removed = true
+	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	_, err := r.cells.RemoveCell(ctx, &bbsv1.RemoveCellRequest{CellId: r.cfg.CellID})
+	return err
+}
+
 // Run heartbeats at once, becomes ready, and then heartbeats every interval until
 // signalled; failures are logged and retried at the next tick.
 func (r *Runner) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	beat := func() {
-		if err := r.Heartbeat(ctx); err != nil {
+		if err := r.Heartbeat(ctx); err != nil && !errors.Is(err, ErrRemoved) {
 			r.logger.Error("failed-to-heartbeat-presence", "error", err.Error())
 		}
 	}

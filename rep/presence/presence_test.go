@@ -25,6 +25,14 @@ type fakeCells struct {
 	mu       sync.Mutex
 	beats    []*bbsv1.HeartbeatCellRequest
 	failures int
+	removed  []string
+}
+
+func (f *fakeCells) RemoveCell(_ context.Context, req *bbsv1.RemoveCellRequest, _ ...grpc.CallOption) (*bbsv1.RemoveCellResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, req.GetCellId())
+	return &bbsv1.RemoveCellResponse{}, nil
 }
 
 func (f *fakeCells) HeartbeatCell(_ context.Context, req *bbsv1.HeartbeatCellRequest, _ ...grpc.CallOption) (*bbsv1.HeartbeatCellResponse, error) {
@@ -84,4 +92,25 @@ func TestRunHeartbeatsEveryIntervalAndRetriesFailures(t *testing.T) {
 	}
 	stopped := cells.count()
 	require.Never(t, func() bool { return cells.count() > stopped }, 100*time.Millisecond, 10*time.Millisecond, "no heartbeat after stop")
+}
+
+func TestRemoveDeletesThePresenceAndStopsTheHeartbeats(t *testing.T) {
+	exec := fakeexec.New(executor.Resources{MemoryMB: 1, DiskMB: 1, Containers: 1})
+	cells := &fakeCells{}
+	r, err := New(testConfig(), exec, cells, nil, nil)
+	require.NoError(t, err)
+	process := ifrit.Invoke(r)
+	t.Cleanup(func() {
+		process.Signal(syscall.SIGTERM)
+		<-process.Wait()
+	})
+	require.Eventually(t, func() bool { return cells.count() >= 2 }, 5*time.Second, 10*time.Millisecond)
+
+	require.NoError(t, r.Remove(context.Background()))
+	cells.mu.Lock()
+	require.Equal(t, []string{"cell-1"}, cells.removed)
+	cells.mu.Unlock()
+	removedAt := cells.count()
+	require.Never(t, func() bool { return cells.count() > removedAt }, 150*time.Millisecond, 10*time.Millisecond, "no heartbeat after the removal")
+	require.ErrorIs(t, r.Heartbeat(context.Background()), ErrRemoved)
 }

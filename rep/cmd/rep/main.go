@@ -1,7 +1,9 @@
 // Command rep runs a drover cell agent: the in-process executor, the cell's presence in
 // the BBS, the drover.rep.v1 gRPC service over mTLS, the harmonizer that keeps the
 // containers and the BBS in step, and the debug endpoints. SIGTERM stops it gracefully
-// and leaves every container running (a restarted rep adopts them).
+// and leaves every container running (a restarted rep adopts them); with
+// evacuate_on_sigterm, or after the Evacuate RPC, it drains the cell first (hands its
+// instances over to other cells) and then exits 0.
 //
 // Usage: rep -config rep.json
 package main

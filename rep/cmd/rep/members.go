@@ -17,6 +17,7 @@ import (
 	"drover.dev/lib/grpcserver"
 	"drover.dev/rep/cellmetrics"
 	"drover.dev/rep/config"
+	"drover.dev/rep/evacuation"
 	"drover.dev/rep/handlers"
 	"drover.dev/rep/harmonizer"
 	"drover.dev/rep/presence"
@@ -36,6 +37,9 @@ type rep struct {
 	execRunner ifrit.Runner
 	presence   *presence.Runner
 	harmony    *harmonizer.Harmonizer
+	// evacuation is the cell's drain state; evacuator ends the process once it is done.
+	evacuation *evacuation.State
+	evacuator  *evacuation.Evacuator
 }
 
 // newRep loads the certificates, connects the BBS client and builds every member.
@@ -84,11 +88,30 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 		bbs.Close()
 		return nil, err
 	}
+	evacuationMetrics, err := evacuation.NewMetrics(registry)
+	if err != nil {
+		bbs.Close()
+		return nil, err
+	}
+	r.evacuation = evacuation.NewState(evacuationMetrics)
+	harmonyBBS := harmonizer.GRPCBBS{Client: bbs}
 	r.harmony = harmonizer.New(harmonizer.Config{
+		CellID:                    cfg.CellID,
+		Zone:                      cfg.Zone,
+		PollingInterval:           cfg.PollingInterval.Duration(),
+		Evacuation:                r.evacuation,
+		EvacuationPollingInterval: cfg.EvacuationPollingInterval.Duration(),
+	}, r.exec, harmonyBBS, harmonyMetrics, logger)
+	r.evacuator = evacuation.NewEvacuator(evacuation.Config{
 		CellID:          cfg.CellID,
-		Zone:            cfg.Zone,
-		PollingInterval: cfg.PollingInterval.Duration(),
-	}, r.exec, harmonizer.GRPCBBS{Client: bbs}, harmonyMetrics, logger)
+		PollingInterval: cfg.EvacuationPollingInterval.Duration(),
+		Timeout:         cfg.EvacuationTimeout.Duration(),
+	}, r.evacuation, evacuation.Deps{
+		Containers: r.exec,
+		LRPs:       harmonyBBS,
+		Retirer:    r.harmony,
+		Presence:   r.presence,
+	}, evacuationMetrics, logger)
 	return r, nil
 }
 
@@ -96,15 +119,22 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 func (r *rep) Close() { _ = r.bbs.Close() }
 
 // Members starts the rep in dependency order and stops it in reverse: the harmonizer
-// and the server stop before the executor; nothing deletes containers on the way out.
+// and the server stop before the executor; a plain stop deletes no container. The
+// evacuator returns once an evacuation (Evacuate RPC, or SIGTERM/SIGINT with
+// evacuate_on_sigterm) has finished, which stops the group with exit code 0.
 func (r *rep) Members() ifrit.Runner {
-	return grouper.NewOrdered(os.Interrupt, grouper.Members{
+	group := grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "executor", Runner: r.execRunner},
 		{Name: "presence", Runner: r.presence},
 		{Name: "grpc-server", Runner: ifrit.RunFunc(r.runGRPCServer)},
 		{Name: "harmonizer", Runner: r.harmony},
+		{Name: "evacuator", Runner: r.evacuator},
 		{Name: "debug-server", Runner: debugserver.New(r.cfg.DebugAddress, r.registry, r.level, r.logger)},
 	})
+	if !r.cfg.EvacuateOnSigterm {
+		return group
+	}
+	return evacuation.OnSignal(group, r.evacuation, r.logger)
 }
 
 // runGRPCServer serves drover.rep.v1 (with health and reflection) and, once stopped,
@@ -115,7 +145,7 @@ func (r *rep) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		Zone:                  r.cfg.Zone,
 		PlacementTags:         r.cfg.PlacementTags,
 		OptionalPlacementTags: r.cfg.OptionalPlacementTags,
-	}, r.exec, r.logger)
+	}, r.exec, r.evacuation, r.logger)
 	srv, healthServer := grpcserver.NewServer(r.serverTLS,
 		grpc.ChainUnaryInterceptor(r.metrics.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(r.metrics.StreamInterceptor()),

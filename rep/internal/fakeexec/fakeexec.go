@@ -292,6 +292,28 @@ func (c *Client) Logs(ctx context.Context, guid string, opts executor.LogOptions
 	return out, nil
 }
 
+// AppendCellLog adds a CELL line to a container's kept log (the rep's own lines).
+func (c *Client) AppendCellLog(_ context.Context, guid, text string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.containers[guid]; !ok {
+		return executor.ErrContainerNotFound
+	}
+	c.logs[guid] = append(c.logs[guid], executor.LogLine{ContainerGuid: guid, Source: "CELL", Stream: "stdout", Text: text})
+	return nil
+}
+
+// LogTexts returns the text of a container's kept lines, also after it was deleted.
+func (c *Client) LogTexts(guid string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, l := range c.logs[guid] {
+		out = append(out, l.Text)
+	}
+	return out
+}
+
 // ReadFile returns a file set with SetFile.
 func (c *Client) ReadFile(_ context.Context, guid, path string, max int) ([]byte, error) {
 	c.mu.Lock()
