@@ -194,6 +194,7 @@ func (f *fakeDomains) ListDomains(_ context.Context, req *bbsv1.ListDomainsReque
 
 type fakeCells struct {
 	bbsv1.UnimplementedCellServiceServer
+	calls
 	cells []*modelsv1.CellPresence
 }
 

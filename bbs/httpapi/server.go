@@ -80,6 +80,8 @@ func New(c *client.Client, opts Options) http.Handler {
 		{"POST /v1/tasks/{task_guid}/cancel", a.cancelTask},
 		{"DELETE /v1/tasks/{task_guid}", a.deleteTask},
 		{"GET /v1/cells", a.listCells},
+		{"PUT /v1/cells/{cell_id}/cordon", a.cordonCell},
+		{"DELETE /v1/cells/{cell_id}/cordon", a.uncordonCell},
 		{"GET /v1/events", a.streamEvents},
 	}
 	for _, route := range routes {

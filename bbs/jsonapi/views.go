@@ -179,6 +179,9 @@ type Cell struct {
 	OptionalPlacementTags []string          `json:"optional_placement_tags,omitempty"`
 	Annotations           map[string]string `json:"annotations,omitempty"`
 	ExpiresAt             int64             `json:"expires_at"`
+	// Cordoned is set when an operator cordoned the cell: it takes no new work.
+	Cordoned     bool   `json:"cordoned,omitempty"`
+	CordonReason string `json:"cordon_reason,omitempty"`
 }
 
 // CellView converts a cell presence. A nil presence gives the zero view.
@@ -198,6 +201,8 @@ func CellView(c *modelsv1.CellPresence) Cell {
 		OptionalPlacementTags: c.GetOptionalPlacementTags(),
 		Annotations:           c.GetAnnotations(),
 		ExpiresAt:             c.GetExpiresAt(),
+		Cordoned:              c.GetCordoned(),
+		CordonReason:          c.GetCordonReason(),
 	}
 	for _, p := range c.GetRootfsProviders() {
 		view.RootFSProviders = append(view.RootFSProviders, RootFSProvider{Name: p.GetName(), Properties: p.GetProperties()})

@@ -55,16 +55,7 @@ func (s *actualLRPService) StartActualLRP(ctx context.Context, req *bbsv1.StartA
 	if req.GetActualLrpNetInfo() == nil {
 		return nil, missing("actual_lrp_net_info")
 	}
-	routable := true
-	if req.Routable != nil {
-		routable = req.GetRoutable()
-	}
-	opts := store.StartOptions{
-		InternalRoutes:   req.GetInternalRoutes(),
-		MetricTags:       req.GetMetricTags(),
-		Routable:         routable,
-		AvailabilityZone: req.GetAvailabilityZone(),
-	}
+	opts := startOptions(req.Routable, req.GetInternalRoutes(), req.GetMetricTags(), req.GetAvailabilityZone())
 	if _, err := s.db.StartActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts); err != nil {
 		return nil, err
 	}

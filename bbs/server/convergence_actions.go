@@ -26,7 +26,7 @@ func (s *convergenceService) ApplyLRPActions(ctx context.Context, req *bbsv1.App
 			}
 			outcome = &store.LRPActionOutcome{Refused: err.Error()}
 		}
-		s.logLRPAction(action, outcome)
+		s.logConvergenceAction("lrp", action, action.GetReason(), outcome.Refused)
 		results = append(results, &bbsv1.LRPActionResult{Applied: outcome.Refused == "", RefusedReason: outcome.Refused})
 		if k := outcome.Auction; k != nil {
 			auctions[k.GetProcessGuid()] = append(auctions[k.GetProcessGuid()], k.GetIndex())
@@ -40,19 +40,6 @@ func (s *convergenceService) ApplyLRPActions(ctx context.Context, req *bbsv1.App
 		s.logger.Error("failed-to-fetch-scheduling-infos-for-convergence", "error", err)
 	}
 	return &bbsv1.ApplyLRPActionsResponse{Results: results}, nil
-}
-
-// logLRPAction logs one line per action: what, why and what became of it.
-func (s *convergenceService) logLRPAction(action *bbsv1.LRPAction, outcome *store.LRPActionOutcome) {
-	kind := "unknown"
-	if a := action.ProtoReflect().WhichOneof(action.ProtoReflect().Descriptor().Oneofs().ByName("action")); a != nil {
-		kind = string(a.Name())
-	}
-	if outcome.Refused != "" {
-		s.logger.Info("refused-lrp-action", "action", kind, "reason", action.GetReason(), "refused", outcome.Refused)
-		return
-	}
-	s.logger.Info("applied-lrp-action", "action", kind, "reason", action.GetReason())
 }
 
 // auctionIndices sends one auction request for the given indices per process guid,

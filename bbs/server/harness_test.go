@@ -181,6 +181,8 @@ type fakeAuctioneer struct {
 	mu    sync.Mutex
 	lrps  []*modelsv1.LRPStartRequest
 	tasks []*modelsv1.TaskStartRequest
+	// taskBatches are the task guids of each RequestTaskAuctions call, in call order.
+	taskBatches [][]string
 }
 
 func (f *fakeAuctioneer) RequestLRPAuctions(_ context.Context, req *auctioneerv1.RequestLRPAuctionsRequest) (*auctioneerv1.RequestLRPAuctionsResponse, error) {
@@ -194,6 +196,11 @@ func (f *fakeAuctioneer) RequestTaskAuctions(_ context.Context, req *auctioneerv
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tasks = append(f.tasks, req.GetRequests()...)
+	batch := []string{}
+	for _, r := range req.GetRequests() {
+		batch = append(batch, r.GetTaskGuid())
+	}
+	f.taskBatches = append(f.taskBatches, batch)
 	return &auctioneerv1.RequestTaskAuctionsResponse{}, nil
 }
 

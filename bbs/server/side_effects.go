@@ -69,23 +69,28 @@ func (s *Server) sendLRPAuction(ctx context.Context, reqs ...*modelsv1.LRPStartR
 	}
 }
 
-// auctionTask asks the auctioneer to place a PENDING task.
-func (s *Server) auctionTask(task *modelsv1.Task) {
-	if s.auctioneer == nil || task == nil {
+// auctionTask asks the auctioneer to place PENDING tasks, all in one request.
+func (s *Server) auctionTask(tasks ...*modelsv1.Task) {
+	reqs := make([]*modelsv1.TaskStartRequest, 0, len(tasks))
+	for _, task := range tasks {
+		if task != nil {
+			reqs = append(reqs, models.TaskStartRequest(task))
+		}
+	}
+	if s.auctioneer == nil || len(reqs) == 0 {
 		return
 	}
-	req := models.TaskStartRequest(task)
 	s.goBackground(s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
-		_, err := s.auctioneer.RequestTaskAuctions(ctx, &auctioneerv1.RequestTaskAuctionsRequest{
-			Requests: []*modelsv1.TaskStartRequest{req},
-		})
-		if err != nil {
-			s.logger.Error("failed-to-request-task-auction", "task-guid", req.GetTaskGuid(), "error", err)
-			return
+		_, err := s.auctioneer.RequestTaskAuctions(ctx, &auctioneerv1.RequestTaskAuctionsRequest{Requests: reqs})
+		for _, req := range reqs {
+			if err != nil {
+				s.logger.Error("failed-to-request-task-auction", "task-guid", req.GetTaskGuid(), "error", err)
+				continue
+			}
+			s.logger.Debug("requested-task-auction", "task-guid", req.GetTaskGuid())
 		}
-		s.logger.Debug("requested-task-auction", "task-guid", req.GetTaskGuid())
 	})
 }
 

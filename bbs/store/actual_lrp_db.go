@@ -123,16 +123,7 @@ func (w *writeTx) startOrdinary(ctx context.Context, before *modelsv1.ActualLRP,
 		after = proto.CloneOf(before)
 		after.State = stateRunning
 	}
-	after.InstanceGuid, after.CellId = ik.GetInstanceGuid(), ik.GetCellId()
-	after.NetInfo = proto.CloneOf(net)
-	after.PlacementError = ""
-	after.InternalRoutes = nilIfEmpty(slices.Clone(opts.InternalRoutes))
-	after.MetricTags = maps.Clone(opts.MetricTags)
-	if len(after.MetricTags) == 0 {
-		after.MetricTags = nil
-	}
-	after.Routable = opts.Routable
-	after.AvailabilityZone = opts.AvailabilityZone
+	applyStart(after, ik, net, opts)
 	if before == nil {
 		if err := w.insertActual(ctx, after); err != nil {
 			return nil, err
@@ -151,6 +142,22 @@ func (w *writeTx) startOrdinary(ctx context.Context, before *modelsv1.ActualLRP,
 		after.Since = w.nowNano()
 	}
 	return w.saveActual(ctx, before, after)
+}
+
+// applyStart sets what a start (or an evacuating instance's report) says about a
+// running instance: its instance key, net info and start options; the placement error
+// is cleared.
+func applyStart(a *modelsv1.ActualLRP, ik *modelsv1.ActualLRPInstanceKey, net *modelsv1.ActualLRPNetInfo, opts StartOptions) {
+	a.InstanceGuid, a.CellId = ik.GetInstanceGuid(), ik.GetCellId()
+	a.NetInfo = proto.CloneOf(net)
+	a.PlacementError = ""
+	a.InternalRoutes = nilIfEmpty(slices.Clone(opts.InternalRoutes))
+	a.MetricTags = maps.Clone(opts.MetricTags)
+	if len(a.MetricTags) == 0 {
+		a.MetricTags = nil
+	}
+	a.Routable = opts.Routable
+	a.AvailabilityZone = opts.AvailabilityZone
 }
 
 // CrashActualLRP records a crash of the instance: a new crash count from the restart
@@ -175,34 +182,40 @@ func (p *Postgres) CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 			result = &CrashResult{ActualLRPChange: ActualLRPChange{Before: s}}
 			return nil
 		}
-		before := rows.ordinary
-		if before == nil {
+		if rows.ordinary == nil {
 			return notFound("actual lrp %s/%d not found", key.GetProcessGuid(), key.GetIndex())
 		}
-		if err := models.ActualLRPTransition(before, stateCrashed, ik); err != nil {
-			return err
-		}
-		count := w.p.restart.NextCrashCount(before, w.now)
-		restart := w.p.restart.RestartImmediately(count)
-		to := stateCrashed
-		if restart {
-			to = stateUnclaimed
-		}
-		after := w.next(before, to)
-		after.Since = w.nowNano()
-		after.InstanceGuid, after.CellId = "", ""
-		after.CrashCount = count
-		after.CrashReason = models.TruncateReason(reason)
-		clearPlacement(after)
-		if err := w.updateActual(ctx, after); err != nil {
-			return err
-		}
-		w.emit(models.ActualLRPCrashedEvent(before, after))
-		w.emit(models.ActualLRPEvents(before, after)...)
-		result = &CrashResult{ActualLRPChange: ActualLRPChange{Before: before, After: after}, Restart: restart}
-		return nil
+		result, err = w.crashOrdinary(ctx, rows.ordinary, ik, reason)
+		return err
 	})
 	return result, err
+}
+
+// crashOrdinary runs the crash logic on an ORDINARY row reported crashed by instance ik:
+// the restart policy's crash count, then CRASHED or (immediate restart) UNCLAIMED,
+// with actual_lrp_crashed and the instance events.
+func (w *writeTx) crashOrdinary(ctx context.Context, before *modelsv1.ActualLRP, ik *modelsv1.ActualLRPInstanceKey, reason string) (*CrashResult, error) {
+	if err := models.ActualLRPTransition(before, stateCrashed, ik); err != nil {
+		return nil, err
+	}
+	count := w.p.restart.NextCrashCount(before, w.now)
+	restart := w.p.restart.RestartImmediately(count)
+	to := stateCrashed
+	if restart {
+		to = stateUnclaimed
+	}
+	after := w.next(before, to)
+	after.Since = w.nowNano()
+	after.InstanceGuid, after.CellId = "", ""
+	after.CrashCount = count
+	after.CrashReason = models.TruncateReason(reason)
+	clearPlacement(after)
+	if err := w.updateActual(ctx, after); err != nil {
+		return nil, err
+	}
+	w.emit(models.ActualLRPCrashedEvent(before, after))
+	w.emit(models.ActualLRPEvents(before, after)...)
+	return &CrashResult{ActualLRPChange: ActualLRPChange{Before: before, After: after}, Restart: restart}, nil
 }
 
 // FailActualLRP records why an UNCLAIMED row could not be placed.

@@ -15,10 +15,11 @@ import (
 // forever is the expiry of a domain upserted with ttl 0.
 const forever = math.MaxInt64
 
-// freshDomainsSQL and liveCellsSQL select what has not expired at $1 (Unix nanoseconds).
+// freshDomainsSQL and liveCellsSQL select what has not expired at $1 (Unix nanoseconds);
+// live cells come with their cordons.
 const (
 	freshDomainsSQL = `SELECT domain FROM domains WHERE expire_time > $1 ORDER BY domain`
-	liveCellsSQL    = `SELECT presence FROM cells WHERE expires_at > $1 ORDER BY cell_id`
+	liveCellsSQL    = `SELECT ` + cellWithCordonColumns + cellsWithCordons + `WHERE c.expires_at > $1 ORDER BY c.cell_id`
 )
 
 // expiry is now+ttl in Unix nanoseconds, saturating instead of overflowing.
@@ -85,19 +86,19 @@ func (p *Postgres) RemoveCell(ctx context.Context, cellID string) error {
 	})
 }
 
-// GetCell returns a live cell; an expired or absent one is ErrResourceNotFound.
+// GetCell returns a live cell with its cordon; an expired or absent one is ErrResourceNotFound.
 func (p *Postgres) GetCell(ctx context.Context, cellID string) (*modelsv1.CellPresence, error) {
-	c, err := scanCell(p.pool.QueryRow(ctx, `SELECT presence FROM cells WHERE cell_id = $1 AND expires_at > $2`,
-		cellID, p.now().UnixNano()))
+	c, err := scanCellWithCordon(p.pool.QueryRow(ctx, `SELECT `+cellWithCordonColumns+cellsWithCordons+
+		`WHERE c.cell_id = $1 AND c.expires_at > $2`, cellID, p.now().UnixNano()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("cell %q not found", cellID)
 	}
 	return c, p.readError("get-cell", err)
 }
 
-// ListLiveCells returns the unexpired cells ordered by cell id.
+// ListLiveCells returns the unexpired cells with their cordons, ordered by cell id.
 func (p *Postgres) ListLiveCells(ctx context.Context) ([]*modelsv1.CellPresence, error) {
-	cells, err := queryAll(ctx, p.pool, scanCell, liveCellsSQL, p.now().UnixNano())
+	cells, err := queryAll(ctx, p.pool, scanCellWithCordon, liveCellsSQL, p.now().UnixNano())
 	return cells, p.readError("list-live-cells", err)
 }
 
@@ -106,11 +107,8 @@ func scanDomain(row pgx.Row) (string, error) {
 	return d, row.Scan(&d)
 }
 
-func scanCell(row pgx.Row) (*modelsv1.CellPresence, error) {
-	var b []byte
-	if err := row.Scan(&b); err != nil {
-		return nil, err
-	}
+// decodeCell decodes a stored cell presence.
+func decodeCell(b []byte) (*modelsv1.CellPresence, error) {
 	c := &modelsv1.CellPresence{}
 	if err := proto.Unmarshal(b, c); err != nil {
 		return nil, fmt.Errorf("decoding cell presence: %w", err)

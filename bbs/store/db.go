@@ -80,6 +80,10 @@ type DB interface {
 	LockDB
 	EventDB
 	ConvergenceDB
+	EvacuationDB
+	TaskConvergenceDB
+	ConvergerStateDB
+	CordonDB
 }
 
 // DesiredLRPDB stores DesiredLRPs. Desire, update and remove create and delete the
@@ -171,9 +175,9 @@ type ConvergenceDB interface {
 	// Snapshot reads, in one REPEATABLE READ, READ ONLY transaction, the fresh domains,
 	// live cells, scheduling infos, actual LRPs and tasks (definitions reduced to the
 	// completion callback URL) and hands them to emit: first one message with taken_at,
-	// domains and cells, then batches of at most SnapshotBatchSize rows. Rows are
-	// streamed, never all held at once. An error from emit ends the snapshot and is
-	// returned unchanged.
+	// domains, cells (with their cordons) and the converger's pause flag, then batches
+	// of at most SnapshotBatchSize rows. Rows are streamed, never all held at once. An
+	// error from emit ends the snapshot and is returned unchanged.
 	Snapshot(ctx context.Context, emit func(*bbsv1.SnapshotResponse) error) error
 	// ApplyLRPAction applies one convergence action in one transaction while its rows
 	// still match its condition; otherwise it changes nothing and says why in Refused.

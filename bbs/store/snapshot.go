@@ -53,10 +53,13 @@ func (p *Postgres) snapshot(ctx context.Context, emit func(*bbsv1.SnapshotRespon
 	// The transaction's snapshot is taken by its first query, just after this time.
 	now := p.now().UnixNano()
 	first := &bbsv1.SnapshotResponse{TakenAt: now}
+	if err := tx.QueryRow(ctx, convergerPausedSQL).Scan(&first.Paused); err != nil {
+		return err
+	}
 	if first.FreshDomains, err = queryAll(ctx, tx, scanDomain, freshDomainsSQL, now); err != nil {
 		return err
 	}
-	if first.Cells, err = queryAll(ctx, tx, scanCell, liveCellsSQL, now); err != nil {
+	if first.Cells, err = queryAll(ctx, tx, scanCellWithCordon, liveCellsSQL, now); err != nil {
 		return err
 	}
 	if err := emit(first); err != nil {

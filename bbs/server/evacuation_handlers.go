@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+
+	"drover.dev/bbs/models"
+	"drover.dev/bbs/store"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// EvacuateClaimedActualLRP hands an unstarted instance of a draining cell back for
+// placement elsewhere.
+func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bbsv1.EvacuateClaimedActualLRPRequest) (*bbsv1.EvacuateClaimedActualLRPResponse, error) {
+	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+		return nil, err
+	}
+	result, err := s.db.EvacuateClaimedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
+	if err != nil {
+		return nil, err
+	}
+	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	return &bbsv1.EvacuateClaimedActualLRPResponse{KeepContainer: result.KeepContainer}, nil
+}
+
+// EvacuateRunningActualLRP keeps a running instance of a draining cell serving while
+// its replacement is placed; routable defaults to true as for a start.
+func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (*bbsv1.EvacuateRunningActualLRPResponse, error) {
+	// The rules are those of a start report: keys, and net info with an address.
+	if err := models.ValidateRequest(&bbsv1.StartActualLRPRequest{
+		ActualLrpKey:         req.GetActualLrpKey(),
+		ActualLrpInstanceKey: req.GetActualLrpInstanceKey(),
+		ActualLrpNetInfo:     req.GetActualLrpNetInfo(),
+	}); err != nil {
+		return nil, err
+	}
+	opts := startOptions(req.Routable, req.GetInternalRoutes(), req.GetMetricTags(), req.GetAvailabilityZone())
+	result, err := s.db.EvacuateRunningActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts)
+	if err != nil {
+		return nil, err
+	}
+	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	return &bbsv1.EvacuateRunningActualLRPResponse{KeepContainer: result.KeepContainer}, nil
+}
+
+// EvacuateStoppedActualLRP forgets a stopped instance of a draining cell.
+func (s *actualLRPService) EvacuateStoppedActualLRP(ctx context.Context, req *bbsv1.EvacuateStoppedActualLRPRequest) (*bbsv1.EvacuateStoppedActualLRPResponse, error) {
+	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+		return nil, err
+	}
+	result, err := s.db.EvacuateStoppedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
+	if err != nil {
+		return nil, err
+	}
+	return &bbsv1.EvacuateStoppedActualLRPResponse{KeepContainer: result.KeepContainer}, nil
+}
+
+// EvacuateCrashedActualLRP records a crash on a draining cell and auctions the index
+// again when the instance restarts at once.
+func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bbsv1.EvacuateCrashedActualLRPRequest) (*bbsv1.EvacuateCrashedActualLRPResponse, error) {
+	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+		return nil, err
+	}
+	result, err := s.db.EvacuateCrashedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
+	if err != nil {
+		return nil, err
+	}
+	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	return &bbsv1.EvacuateCrashedActualLRPResponse{KeepContainer: result.KeepContainer}, nil
+}
+
+// RemoveEvacuatingActualLRP deletes the caller's EVACUATING row.
+func (s *actualLRPService) RemoveEvacuatingActualLRP(ctx context.Context, req *bbsv1.RemoveEvacuatingActualLRPRequest) (*bbsv1.RemoveEvacuatingActualLRPResponse, error) {
+	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+		return nil, err
+	}
+	if _, err := s.db.RemoveEvacuatingActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+		return nil, err
+	}
+	return &bbsv1.RemoveEvacuatingActualLRPResponse{}, nil
+}
+
+// validateEvacuation checks the key and instance key of an evacuation call by the rules
+// of a crash report, which names the same two (an InvalidRequest error naming the field).
+func validateEvacuation(key *modelsv1.ActualLRPKey, ik *modelsv1.ActualLRPInstanceKey) error {
+	return models.ValidateRequest(&bbsv1.CrashActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: ik})
+}
+
+// auctionEvacuated asks for the placement of an ORDINARY row an evacuation unclaimed.
+func (s *Server) auctionEvacuated(key *modelsv1.ActualLRPKey, result *store.EvacuationResult) {
+	if result.Auction {
+		s.auctionRestart(key.GetProcessGuid(), key.GetIndex())
+	}
+}
+
+// startOptions are the optional parts of a start or evacuate-running report; routable
+// defaults to true when unset.
+func startOptions(routable *bool, internalRoutes []string, metricTags map[string]string, zone string) store.StartOptions {
+	return store.StartOptions{
+		InternalRoutes:   internalRoutes,
+		MetricTags:       metricTags,
+		Routable:         routable == nil || *routable,
+		AvailabilityZone: zone,
+	}
+}
