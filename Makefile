@@ -36,8 +36,8 @@ up: deps
 # When devstack itself cannot be built, fall back to the pid files and postgres.sh.
 down:
 	@$(DEVSTACK) down || { \
-	  echo "devstack down failed: stopping reps, auctioneer and BBS by their pid files" >&2; \
-	  for f in $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
+	  echo "devstack down failed: stopping converger, reps, auctioneer and BBS by their pid files" >&2; \
+	  for f in $${DROVER_HOME:-.drover}/converger/converger.pid $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
 	           $${DROVER_HOME:-.drover}/bbs-*/bbs.pid; do \
 	    [ -f "$$f" ] || continue; pid=$$(cat "$$f"); name=$$(basename "$$f" .pid); \
 	    grep -qa "$$name" /proc/$$pid/cmdline 2>/dev/null && kill -9 $$pid; rm -f "$$f"; \

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	drover.dev/auctioneer v0.0.0
 	drover.dev/bbs v0.0.0
+	drover.dev/converger v0.0.0
 	drover.dev/executor v0.0.0
 	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
@@ -47,6 +48,7 @@ require (
 replace (
 	drover.dev/auctioneer => ../auctioneer
 	drover.dev/bbs => ../bbs
+	drover.dev/converger => ../converger
 	drover.dev/executor => ../executor
 	drover.dev/lib => ../lib
 	drover.dev/proto => ../proto

@@ -34,8 +34,10 @@ func presenceOf(a *modelsv1.ActualLRP) modelsv1.ActualLRPPresence {
 	return ordinary
 }
 
-// Plan decides the corrective actions for snapshot s at s.TakenAt.
+// Plan decides the corrective actions for snapshot s at s.TakenAt. It holds back
+// destructive actions when either opts or the snapshot is paused.
 func Plan(s Snapshot, opts Options) Result {
+	opts.Paused = opts.Paused || s.Paused
 	p := planner{s: s, opts: opts.withDefaults(), now: s.TakenAt}
 	p.planLRPs()
 	p.planTasks()

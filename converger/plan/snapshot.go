@@ -22,12 +22,15 @@ type Snapshot struct {
 	Actual []*modelsv1.ActualLRP
 	// Tasks lists every task (definitions may be absent).
 	Tasks []*modelsv1.Task
+	// Paused says an operator paused destructive convergence (maintenance); Plan then
+	// behaves as with Options.Paused.
+	Paused bool
 }
 
 // FromResponses assembles a Snapshot from the messages of one Snapshot stream. The
 // time is the first non-zero taken_at; fresh domains and cells are gathered from every
-// message (the BBS sends them in the first), rows are appended in stream order. nil
-// messages are skipped.
+// message (the BBS sends them in the first), rows are appended in stream order, and
+// the snapshot is paused when any message says so. nil messages are skipped.
 func FromResponses(parts []*bbsv1.SnapshotResponse) Snapshot {
 	s := Snapshot{
 		FreshDomains: map[string]bool{},
@@ -40,6 +43,7 @@ func FromResponses(parts []*bbsv1.SnapshotResponse) Snapshot {
 		if s.TakenAt.IsZero() && p.GetTakenAt() != 0 {
 			s.TakenAt = time.Unix(0, p.GetTakenAt())
 		}
+		s.Paused = s.Paused || p.GetPaused()
 		for _, d := range p.GetFreshDomains() {
 			s.FreshDomains[d] = true
 		}

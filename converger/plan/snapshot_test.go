@@ -22,7 +22,7 @@ func TestFromResponses(t *testing.T) {
 		},
 		nil,
 		{SchedulingInfos: []*modelsv1.DesiredLRPSchedulingInfo{d, nil}, ActualLrps: []*modelsv1.ActualLRP{a0}},
-		{TakenAt: now.Add(time.Hour).UnixNano(), ActualLrps: []*modelsv1.ActualLRP{a1}, Tasks: []*modelsv1.Task{tk}},
+		{TakenAt: now.Add(time.Hour).UnixNano(), Paused: true, ActualLrps: []*modelsv1.ActualLRP{a1}, Tasks: []*modelsv1.Task{tk}},
 	})
 	assert.True(t, s.TakenAt.Equal(now), "the first taken_at wins")
 	assert.Equal(t, map[string]bool{freshDomain: true, "other": true}, s.FreshDomains)
@@ -31,11 +31,40 @@ func TestFromResponses(t *testing.T) {
 	assert.Equal(t, []*modelsv1.DesiredLRPSchedulingInfo{d}, s.Desired)
 	assert.Equal(t, []*modelsv1.ActualLRP{a0, a1}, s.Actual)
 	assert.Equal(t, []*modelsv1.Task{tk}, s.Tasks)
+	assert.True(t, s.Paused, "a paused message pauses the snapshot")
 
 	empty := FromResponses(nil)
 	assert.True(t, empty.TakenAt.IsZero())
 	assert.NotNil(t, empty.FreshDomains)
 	assert.NotNil(t, empty.Cells)
+	assert.False(t, empty.Paused)
+}
+
+func TestPlanPausedBySnapshotOrOptions(t *testing.T) {
+	// An extra index in a fresh domain: retired unless paused by either source.
+	base := snapshot([]*modelsv1.DesiredLRPSchedulingInfo{desired("web", freshDomain, 1)},
+		[]*modelsv1.ActualLRP{actual("web", 0, running, on(liveCell)), actual("web", 1, running, on(liveCell))})
+	tests := []struct {
+		name           string
+		snapshotPaused bool
+		optsPaused     bool
+		want           []string
+		wantKept       int
+	}{
+		{"neither paused retires", false, false, []string{"retire web/1 ORDINARY"}, 0},
+		{"snapshot paused keeps", true, false, []string{}, 1},
+		{"options paused keeps", false, true, []string{}, 1},
+		{"both paused keeps", true, true, []string{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := base
+			s.Paused = tt.snapshotPaused
+			res := Plan(s, Options{Paused: tt.optsPaused})
+			assert.Equal(t, tt.want, summary(res))
+			assert.Equal(t, tt.wantKept, res.LRPCounts.KeptPaused)
+		})
+	}
 }
 
 func TestWithoutIndices(t *testing.T) {

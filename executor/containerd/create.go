@@ -205,7 +205,8 @@ func (r *Runtime) Destroy(ctx context.Context, guid string) error {
 			return fmt.Errorf("load container %s: %w", guid, err)
 		}
 		if info.Labels[ownerLabel] != r.cfg.Namespace {
-			return nil
+			// Not made by a runtime, but in the runtime's own namespace: it goes too.
+			r.logger.Warn("removing-foreign-container", "guid", guid, "image", info.Image)
 		}
 		if err := r.stopTask(ctx, ctr); err != nil {
 			return err

@@ -192,10 +192,13 @@ func (r *Runtime) RootFSProviders() []*modelsv1.RootFSProvider {
 	return providers
 }
 
-// List returns the containers this runtime owns.
+// List returns the containers of the runtime's namespace. The namespace is the
+// runtime's own, so a container in it without the owner label (made by hand, or by
+// another tool) is listed too, with no tags and no state: the engine, which knows no
+// such guid, destroys it at start-up and on its reap interval.
 func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error) {
 	ctx = r.nsCtx(ctx)
-	ctrs, err := r.client.Containers(ctx, ownerFilter(r.cfg.Namespace))
+	ctrs, err := r.client.Containers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}

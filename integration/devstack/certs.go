@@ -22,6 +22,18 @@ const AuctioneerCommonName = "auctioneer"
 // componentHosts are the SANs of the auctioneer's and reps' certificates.
 var componentHosts = []string{"127.0.0.1", "localhost"}
 
+// ConvergerCommonName is the common name of the converger's certificate.
+const ConvergerCommonName = "converger"
+
+// EnsureConverger writes the converger's certificate (server and client use).
+func (c Certs) EnsureConverger() error {
+	ca, err := devcerts.LoadOrCreateCA(c.Dir)
+	if err != nil {
+		return err
+	}
+	return devcerts.EnsureCert(ca, c.Dir, "converger", ConvergerCommonName, componentHosts)
+}
+
 // EnsureCells writes the auctioneer's certificate and one per cell (common name the cell
 // id, so that a rep's certificate names its cell), all for server and client use.
 func (c Certs) EnsureCells(cellIDs []string) error {
@@ -42,6 +54,9 @@ func (c Certs) EnsureCells(cellIDs []string) error {
 
 // Auctioneer is the auctioneer's certificate and key.
 func (c Certs) Auctioneer() tlsconfig.Files { return c.pair("auctioneer") }
+
+// Converger is the converger's (client) certificate and key.
+func (c Certs) Converger() tlsconfig.Files { return c.pair("converger") }
 
 // Rep is the certificate and key of the rep of cellID.
 func (c Certs) Rep(cellID string) tlsconfig.Files { return c.pair("rep-" + cellID) }

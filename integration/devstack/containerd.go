@@ -200,3 +200,20 @@ func containerdScript(ctx context.Context, root, home, verb string) (string, err
 	}
 	return stdout.String(), nil
 }
+
+// Images lists the image names of namespace ns.
+func (c Containerd) Images(ctx context.Context, ns string) ([]string, error) {
+	return c.list(ctx, ns, "images", "ls", "-q")
+}
+
+// Containers lists the container ids of namespace ns.
+func (c Containerd) Containers(ctx context.Context, ns string) ([]string, error) {
+	return c.list(ctx, ns, "containers", "ls", "-q")
+}
+
+// RunDetached starts container id from image in namespace ns running args, in the
+// background, the way an operator would with `ctr run -d`: no drover label, no network.
+func (c Containerd) RunDetached(ctx context.Context, ns, image, id string, args ...string) error {
+	_, err := c.ctr(ctx, ns, append([]string{"run", "-d", image, id}, args...)...)
+	return err
+}

@@ -31,6 +31,9 @@ type Options struct {
 	AuctioneerPorts AuctioneerPorts
 	// RepPort is the gRPC port of cell-1's rep (default DefaultRepPort); see devCellLayout.
 	RepPort int
+	// ConvergerDebugPort is the converger's debug port (default DefaultConvergerDebugPort).
+	// A stack with cells runs a converger every DevConvergeInterval.
+	ConvergerDebugPort int
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -69,6 +72,9 @@ func (o *Options) defaults() error {
 	if o.RepPort == 0 {
 		o.RepPort = DefaultRepPort
 	}
+	if o.ConvergerDebugPort == 0 {
+		o.ConvergerDebugPort = DefaultConvergerDebugPort
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -92,7 +98,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	logf := opts.Logf
 	old, err := Load(opts.Home)
-	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells {
+	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) {
 		logf("dev stack is already up")
 		return old, nil
 	}
@@ -123,7 +129,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	binaries := []Binary{BBSBinary, DroverctlBinary}
 	if opts.Cells > 0 {
-		binaries = append(binaries, AuctioneerBinary, RepBinary)
+		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary)
 	}
 	logf("building %s into %s", binaryNames(binaries), s.BinDir)
 	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
@@ -148,6 +154,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 			return nil, err
 		}
 		s.addCells(layouts, opts.AuctioneerPorts, true)
+		s.Converger = s.newConverger(opts.ConvergerDebugPort, s.BBS[0].GRPCAddress(), DevConvergeInterval, true)
 	}
 	logf("writing dev certificates into %s", s.Certs.Dir)
 	if err := s.prepareFiles(); err != nil {
@@ -181,6 +188,11 @@ func (s *Stack) prepareFiles() error {
 	if err := s.Certs.Ensure(); err != nil {
 		return err
 	}
+	if s.Converger != nil {
+		if err := s.Certs.EnsureConverger(); err != nil {
+			return err
+		}
+	}
 	if len(s.Reps) == 0 {
 		return nil
 	}
@@ -195,7 +207,8 @@ func (s *Stack) prepareFiles() error {
 }
 
 // startAll starts the BBS processes, the auctioneer and the reps in that order, each
-// waited on until healthy, then waits until every cell shows in the BBS.
+// waited on until healthy, waits until every cell shows in the BBS, then starts the
+// converger (last, so that its first pass sees every cell present).
 func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
 	for _, b := range s.BBS {
 		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
@@ -215,11 +228,19 @@ func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
 			return err
 		}
 	}
-	if len(s.Reps) == 0 {
-		return nil
+	if len(s.Reps) > 0 {
+		logf("waiting for %d cells to register in the BBS", len(s.Reps))
+		if err := s.WaitForCells(ctx, ComponentStartTimeout); err != nil {
+			return err
+		}
 	}
-	logf("waiting for %d cells to register in the BBS", len(s.Reps))
-	return s.WaitForCells(ctx, ComponentStartTimeout)
+	if c := s.Converger; c != nil {
+		logf("starting converger (debug %s, every %s)", c.Config.DebugAddress, c.Config.RepeatInterval.Duration())
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func binaryNames(bs []Binary) string {
@@ -273,7 +294,7 @@ type ServiceStatus struct {
 }
 
 // Status reports each process's pid (0 when not running), addresses and health: the
-// BBS processes, the auctioneer, then the reps.
+// BBS processes, the auctioneer, the reps, then the converger.
 func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 	var out []ServiceStatus
 	add := func(svc *Service, addresses string, healthy func(context.Context) error) {
@@ -295,6 +316,9 @@ func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 		add(&r.Service, fmt.Sprintf("grpc %s  debug %s  zone %s  namespace %s  bridge %s %s  ports %d-%d",
 			r.Config.ListenAddress, r.Config.DebugAddress, r.Config.Zone, r.Config.Executor.ContainerdNamespace,
 			r.Config.Executor.BridgeName, r.Config.Executor.Subnet, r.Config.Executor.PortRangeStart, r.Config.Executor.PortRangeEnd), r.Healthy)
+	}
+	if c := s.Converger; c != nil {
+		add(&c.Service, fmt.Sprintf("debug %s  every %s", c.Config.DebugAddress, c.Config.RepeatInterval.Duration()), c.Healthy)
 	}
 	return out
 }

@@ -176,6 +176,10 @@ func removeCellIptables(ctx context.Context, subnet, bridge string) error {
 func removeOrphanChains(ctx context.Context, table string, chains []string) error {
 	var errs []error
 	for len(chains) > 0 {
+		// Several removed chains may jump to the same one (e.g. CNI-HOSTPORT-SETMARK):
+		// each chain goes once.
+		slices.Sort(chains)
+		chains = slices.Compact(chains)
 		st, err := readIptables(ctx, table)
 		if err != nil {
 			return err

@@ -35,6 +35,9 @@ type Stack struct {
 	// Auctioneer is nil when the stack has no cells.
 	Auctioneer *Auctioneer `json:"auctioneer,omitempty"`
 	Reps       []*Rep      `json:"reps,omitempty"`
+	// Converger is nil when the stack runs none (a test stack that did not ask for one,
+	// or a stack without cells).
+	Converger *Converger `json:"converger,omitempty"`
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -100,11 +103,14 @@ func (s *Stack) HTTPClient() (*http.Client, error) {
 // ClientTLS returns the client side mTLS configuration of the stack's certificates.
 func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
 
-// Stop stops the reps, the auctioneer and every BBS in that order (SIGTERM, then
-// SIGKILL after StopGrace), then removes what the cells left on the host (CleanCells),
-// and returns every error.
+// Stop stops the converger, the reps, the auctioneer and every BBS in that order
+// (SIGTERM, then SIGKILL after StopGrace), then removes what the cells left on the host
+// (CleanCells), and returns every error.
 func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
+	if s.Converger != nil {
+		errs = append(errs, s.Converger.Stop(ctx))
+	}
 	for _, r := range s.Reps {
 		errs = append(errs, r.Stop(ctx))
 	}

@@ -12,6 +12,7 @@ import (
 	"drover.dev/bbs/client"
 	bbsconfig "drover.dev/bbs/config"
 	"drover.dev/bbs/store/storetest"
+	convergerconfig "drover.dev/converger/config"
 	repconfig "drover.dev/rep/config"
 )
 
@@ -29,6 +30,9 @@ type TestOptions struct {
 	ConfigureRep func(i int, c *repconfig.Config)
 	// ConfigureAuctioneer may change the auctioneer's configuration before it starts.
 	ConfigureAuctioneer func(c *auctioneerconfig.Config)
+	// ConfigureConverger, when set, starts a converger (every TestConvergeInterval,
+	// started last) after letting it change its configuration; nil runs no converger.
+	ConfigureConverger func(c *convergerconfig.Config)
 }
 
 // testDatabaseConnections caps each test BBS's pool: many run at once on one Postgres.
@@ -36,7 +40,7 @@ const testDatabaseConnections = 10
 
 // builds compile each set of binaries once per test process.
 var builds = struct {
-	bbs, cells buildOnce
+	bbs, cells, converger buildOnce
 }{}
 
 type buildOnce struct {
@@ -92,6 +96,9 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 	if opts.Cells > 0 {
 		s.addTestCells(t, opts)
 	}
+	if opts.ConfigureConverger != nil {
+		s.addTestConverger(t, opts)
+	}
 	if err := s.prepareFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +150,21 @@ func (s *Stack) addTestCells(t testing.TB, opts TestOptions) {
 	}
 }
 
+// addTestConverger describes a converger on a free port, configured by opts.
+func (s *Stack) addTestConverger(t testing.TB, opts TestOptions) {
+	t.Helper()
+	if err := builds.converger.do(s.Root, s.BinDir, ConvergerBinary); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Converger = s.newConverger(ports[0], s.BBS[0].GRPCAddress(), TestConvergeInterval, false)
+	s.Converger.Config.LogLevel = "debug"
+	opts.ConfigureConverger(&s.Converger.Config)
+}
+
 // services lists every process of the stack.
 func (s *Stack) services() []*Service {
 	var out []*Service
@@ -154,6 +176,9 @@ func (s *Stack) services() []*Service {
 	}
 	for _, r := range s.Reps {
 		out = append(out, &r.Service)
+	}
+	if s.Converger != nil {
+		out = append(out, &s.Converger.Service)
 	}
 	return out
 }

@@ -63,6 +63,7 @@ func up(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.RepPort, "rep-port", devstack.DefaultRepPort, "gRPC port of cell-1's rep (cell i: +10*(i-1), debug +1)")
 	fs.IntVar(&opts.AuctioneerPorts.GRPC, "auctioneer-port", devstack.DefaultAuctioneerPorts.GRPC, "gRPC port of the auctioneer")
 	fs.IntVar(&opts.AuctioneerPorts.Debug, "auctioneer-debug-port", devstack.DefaultAuctioneerPorts.Debug, "debug port of the auctioneer")
+	fs.IntVar(&opts.ConvergerDebugPort, "converger-debug-port", devstack.DefaultConvergerDebugPort, "debug port of the converger (runs with cells)")
 	fs.StringVar(&opts.DatabaseURL, "database-url", "", "use this database instead of the private Postgres")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -19,6 +19,9 @@ drover dev stack is up ({{.Home}}).
 {{- with .Auctioneer}}
   auctioneer {{.Config.ListenAddress}}   (mTLS, debug {{.DebugURL}}/metrics)
 {{- end}}
+{{- with .Converger}}
+  converger  every {{.Config.RepeatInterval}}   (debug {{.DebugURL}}/metrics, logs {{.StdoutPath}})
+{{- end}}
 {{- range .Reps}}
   {{.CellID}}     rep {{.Config.ListenAddress}}  zone {{.Config.Zone}}  host ports {{.Config.Executor.PortRangeStart}}-{{.Config.Executor.PortRangeEnd}}  containerd namespace {{.Config.Executor.ContainerdNamespace}}
 {{- end}}
@@ -58,6 +61,7 @@ func printWelcome(s *devstack.Stack) {
 		"BBS":        s.BBS[0],
 		"Auctioneer": s.Auctioneer,
 		"Reps":       s.Reps,
+		"Converger":  s.Converger,
 		"Certs":      rel(s.Certs.Dir),
 		"Bin":        rel(s.BinDir),
 	})

@@ -1,0 +1,128 @@
+// Package config is the converger's configuration: one JSON file, validated at start.
+package config
+
+import (
+	"errors"
+	"time"
+
+	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/logging"
+	"drover.dev/lib/tlsconfig"
+)
+
+// Defaults (reference/bbs.md §3.1).
+const (
+	DefaultDebugAddress                = "127.0.0.1:9020"
+	DefaultBBSAddress                  = "127.0.0.1:8889"
+	DefaultRepeatInterval              = 30 * time.Second
+	DefaultLockTTL                     = 15 * time.Second
+	DefaultLockRetryInterval           = 5 * time.Second
+	DefaultCommunicationTimeout        = 10 * time.Second
+	DefaultStaleUnclaimedDuration      = 30 * time.Second
+	DefaultKickTaskDuration            = 30 * time.Second
+	DefaultExpirePendingTaskDuration   = 30 * time.Minute
+	DefaultExpireCompletedTaskDuration = 120 * time.Second
+	DefaultApplyWorkers                = 4
+	DefaultLogLevel                    = "info"
+	LockKey                            = "converger"
+)
+
+// Config is the converger's configuration file.
+type Config struct {
+	DebugAddress string `json:"debug_address"`
+	BBSAddress   string `json:"bbs_address"`
+	// TLS is the converger's client certificate for the BBS; without it the link is
+	// plaintext (tests only).
+	TLS tlsconfig.Files `json:"tls"`
+	// RepeatInterval separates the end of one pass from the start of the next.
+	RepeatInterval    libconfig.Duration `json:"repeat_interval"`
+	LockTTL           libconfig.Duration `json:"lock_ttl"`
+	LockRetryInterval libconfig.Duration `json:"lock_retry_interval"`
+	// LockOwner identifies this converger in the lock (default "converger-<random hex>").
+	LockOwner string `json:"lock_owner,omitempty"`
+	// CommunicationTimeout bounds each BBS call (the snapshot stream as a whole).
+	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
+	// StaleUnclaimedDuration: UNCLAIMED rows older than this are re-auctioned.
+	StaleUnclaimedDuration libconfig.Duration `json:"stale_unclaimed_duration"`
+	// KickTaskDuration: RESOLVING tasks stuck this long are demoted, COMPLETED ones get
+	// their callback retried.
+	KickTaskDuration libconfig.Duration `json:"kick_task_duration"`
+	// ExpirePendingTaskDuration: PENDING tasks older than this are failed.
+	ExpirePendingTaskDuration libconfig.Duration `json:"expire_pending_task_duration"`
+	// ExpireCompletedTaskDuration: tasks completed this long ago are deleted.
+	ExpireCompletedTaskDuration libconfig.Duration `json:"expire_completed_task_duration"`
+	LogLevel                    string             `json:"log_level"`
+	// ApplyWorkers is how many Apply calls a pass runs at once (the actions of one
+	// process guid or task stay in one stream, in order).
+	ApplyWorkers int `json:"apply_workers"`
+}
+
+// Default returns a configuration with every default filled in.
+func Default() Config {
+	return Config{
+		DebugAddress:                DefaultDebugAddress,
+		BBSAddress:                  DefaultBBSAddress,
+		RepeatInterval:              libconfig.Duration(DefaultRepeatInterval),
+		LockTTL:                     libconfig.Duration(DefaultLockTTL),
+		LockRetryInterval:           libconfig.Duration(DefaultLockRetryInterval),
+		CommunicationTimeout:        libconfig.Duration(DefaultCommunicationTimeout),
+		StaleUnclaimedDuration:      libconfig.Duration(DefaultStaleUnclaimedDuration),
+		KickTaskDuration:            libconfig.Duration(DefaultKickTaskDuration),
+		ExpirePendingTaskDuration:   libconfig.Duration(DefaultExpirePendingTaskDuration),
+		ExpireCompletedTaskDuration: libconfig.Duration(DefaultExpireCompletedTaskDuration),
+		LogLevel:                    DefaultLogLevel,
+		ApplyWorkers:                DefaultApplyWorkers,
+	}
+}
+
+// Load reads and validates the file at path over the defaults.
+func Load(path string) (*Config, error) {
+	cfg := Default()
+	if err := libconfig.Load(path, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Validate names the problem of every field that is wrong.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("nil config")
+	}
+	var errs []error
+	for _, a := range []struct{ field, address string }{
+		{"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress},
+	} {
+		if err := libconfig.Address(a.field, a.address); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.TLS.Enabled() {
+		if err := c.TLS.Validate(); err != nil {
+			errs = append(errs, libconfig.Invalid("tls", "%v", err))
+		}
+	}
+	for _, d := range []struct {
+		field string
+		value libconfig.Duration
+	}{
+		{"repeat_interval", c.RepeatInterval}, {"lock_ttl", c.LockTTL}, {"lock_retry_interval", c.LockRetryInterval},
+		{"communication_timeout", c.CommunicationTimeout}, {"stale_unclaimed_duration", c.StaleUnclaimedDuration},
+		{"kick_task_duration", c.KickTaskDuration}, {"expire_pending_task_duration", c.ExpirePendingTaskDuration},
+		{"expire_completed_task_duration", c.ExpireCompletedTaskDuration},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, libconfig.Invalid(d.field, "must be positive, got %s", d.value.Duration()))
+		}
+	}
+	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
+		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
+	}
+	if c.ApplyWorkers <= 0 {
+		errs = append(errs, libconfig.Invalid("apply_workers", "must be positive, got %d", c.ApplyWorkers))
+	}
+	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, libconfig.Invalid("log_level", "%v", err))
+	}
+	return errors.Join(errs...)
+}

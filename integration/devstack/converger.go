@@ -1,0 +1,138 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"drover.dev/bbs/client"
+	convergerconfig "drover.dev/converger/config"
+	libconfig "drover.dev/lib/config"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+)
+
+// ConvergerBinary is the converger's program.
+var ConvergerBinary = Binary{Name: "converger", Package: "./converger/cmd/converger"}
+
+// Converger intervals of the stacks.
+const (
+	// DevConvergeInterval is the dev stack's repeat_interval.
+	DevConvergeInterval = 5 * time.Second
+	// TestConvergeInterval is a test stack's repeat_interval.
+	TestConvergeInterval = time.Second
+	// convergerLockOwner is the lock owner every stack's converger uses, so that Healthy
+	// can tell it holds the lock.
+	convergerLockOwner = "devstack-converger"
+	// convergerStartedMessage is the log line the converger writes once it is ready.
+	convergerStartedMessage = `"msg":"converger-started"`
+)
+
+// DefaultConvergerDebugPort is the dev stack's converger debug port.
+const DefaultConvergerDebugPort = 9020
+
+// Converger is the stack's converger: a Service with its configuration.
+type Converger struct {
+	Service
+	Config convergerconfig.Config `json:"config"`
+	Certs  Certs                  `json:"certs"`
+
+	// logStart is the size of stdout.log when this value last started the converger:
+	// Healthy looks for converger-started after it (the log is appended to).
+	logStart int64
+}
+
+// DebugURL is the base URL of the converger's debug server (/metrics).
+func (c *Converger) DebugURL() string { return "http://" + c.Config.DebugAddress }
+
+// Start writes the configuration, starts the converger and waits until it is Healthy.
+func (c *Converger) Start(ctx context.Context) error {
+	c.logStart = 0
+	if fi, err := os.Stat(c.StdoutPath()); err == nil {
+		c.logStart = fi.Size()
+	}
+	return c.start(ctx, c.Config, ComponentStartTimeout, c.Healthy)
+}
+
+// Restart stops the converger if it runs and starts it again.
+func (c *Converger) Restart(ctx context.Context) error {
+	if err := c.Stop(ctx); err != nil {
+		return err
+	}
+	return c.Start(ctx)
+}
+
+// Healthy reports whether the converger is ready: its debug server answers and it holds
+// the converger lock (the BBS's status names its lock owner) or, with a BBS that does
+// not report the owner, it logged converger-started since it was started.
+func (c *Converger) Healthy(ctx context.Context) error {
+	if err := checkHTTP(ctx, c.DebugURL()+"/healthz"); err != nil {
+		return err
+	}
+	owner, err := c.lockOwner(ctx)
+	switch {
+	case err == nil && owner == c.Config.LockOwner:
+		return nil
+	case err == nil:
+		return fmt.Errorf("the converger lock is held by %q, not %q", owner, c.Config.LockOwner)
+	case status.Code(err) != codes.Unimplemented:
+		return err
+	}
+	if c.loggedStarted() {
+		return nil
+	}
+	return fmt.Errorf("%s did not log converger-started yet", c.Name)
+}
+
+// lockOwner asks the BBS who holds the converger lock.
+func (c *Converger) lockOwner(ctx context.Context) (string, error) {
+	tlsConf, err := c.Certs.ClientTLS()
+	if err != nil {
+		return "", err
+	}
+	bbs, err := client.New(c.Config.BBSAddress, tlsConf)
+	if err != nil {
+		return "", err
+	}
+	defer bbs.Close()
+	ctx, cancel := context.WithTimeout(ctx, healthAttemptTimeout)
+	defer cancel()
+	resp, err := bbs.GetConvergerStatus(ctx, &bbsv1.GetConvergerStatusRequest{})
+	if err != nil {
+		return "", err
+	}
+	return resp.GetLockOwner(), nil
+}
+
+// loggedStarted reports whether stdout.log holds converger-started after logStart.
+func (c *Converger) loggedStarted() bool {
+	f, err := os.Open(c.StdoutPath())
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(c.logStart, io.SeekStart); err != nil {
+		return false
+	}
+	data, err := io.ReadAll(f)
+	return err == nil && bytes.Contains(data, []byte(convergerStartedMessage))
+}
+
+// newConverger describes the stack's converger, converging every interval.
+func (s *Stack) newConverger(debugPort int, bbsAddress string, interval time.Duration, detached bool) *Converger {
+	cfg := convergerconfig.Default()
+	cfg.DebugAddress = "127.0.0.1:" + strconv.Itoa(debugPort)
+	cfg.BBSAddress = bbsAddress
+	cfg.TLS = s.Certs.Converger()
+	cfg.RepeatInterval = libconfig.Duration(interval)
+	cfg.LockOwner = convergerLockOwner
+	c := &Converger{Config: cfg, Certs: s.Certs}
+	s.describe(&c.Service, "converger", ConvergerBinary, detached)
+	return c
+}
