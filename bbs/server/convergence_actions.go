@@ -36,29 +36,36 @@ func (s *convergenceService) ApplyLRPActions(ctx context.Context, req *bbsv1.App
 		}
 	}
 	s.stopActualLRPs(toStop, RetireActualLRPAttempts)
-	if err := s.auctionIndices(ctx, auctions); err != nil {
+	if req.GetDeferAuction() {
+		return &bbsv1.ApplyLRPActionsResponse{Results: results}, nil
+	}
+	if _, err := s.auctionIndices(ctx, auctions); err != nil {
 		s.logger.Error("failed-to-fetch-scheduling-infos-for-convergence", "error", err)
 	}
 	return &bbsv1.ApplyLRPActionsResponse{Results: results}, nil
 }
 
-// auctionIndices sends one auction request for the given indices per process guid,
-// built from the current scheduling infos.
-func (s *convergenceService) auctionIndices(ctx context.Context, indices map[string][]int32) error {
+// auctionIndices sends one auction request for the given indices, with one start
+// request per process guid built from the current scheduling infos; indices of gone
+// DesiredLRPs are skipped. It returns how many indices it sent.
+func (s *convergenceService) auctionIndices(ctx context.Context, indices map[string][]int32) (int, error) {
 	if s.auctioneer == nil || len(indices) == 0 {
-		return nil
+		return 0, nil
 	}
 	guids := slices.Sorted(maps.Keys(indices))
 	infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: guids})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	reqs := make([]*modelsv1.LRPStartRequest, 0, len(infos))
+	sent := 0
 	for _, si := range infos {
-		idx := indices[si.GetProcessGuid()]
+		idx := slices.Clone(indices[si.GetProcessGuid()])
 		slices.Sort(idx)
-		reqs = append(reqs, models.LRPStartRequest(si, slices.Compact(idx)))
+		idx = slices.Compact(idx)
+		sent += len(idx)
+		reqs = append(reqs, models.LRPStartRequest(si, idx))
 	}
 	s.requestLRPAuction(reqs...)
-	return nil
+	return sent, nil
 }

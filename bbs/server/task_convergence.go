@@ -12,7 +12,8 @@ import (
 
 // ApplyTaskActions applies each task action in its own transaction, in order, and
 // reports one result per action. Completed tasks' callbacks run (again) in the callback
-// pool, and the kicked tasks are sent to the auctioneer in one request at the end.
+// pool, and the kicked tasks are sent to the auctioneer in one request at the end
+// (unless the caller defers auctions to RequestAuctions).
 func (s *convergenceService) ApplyTaskActions(ctx context.Context, req *bbsv1.ApplyTaskActionsRequest) (*bbsv1.ApplyTaskActionsResponse, error) {
 	results := make([]*bbsv1.TaskActionResult, 0, len(req.GetActions()))
 	var kicked []*modelsv1.Task
@@ -33,7 +34,9 @@ func (s *convergenceService) ApplyTaskActions(ctx context.Context, req *bbsv1.Ap
 			s.completeTaskCallback(outcome.Callback)
 		}
 	}
-	s.auctionTask(kicked...)
+	if !req.GetDeferAuction() {
+		s.auctionTask(kicked...)
+	}
 	return &bbsv1.ApplyTaskActionsResponse{Results: results}, nil
 }
 

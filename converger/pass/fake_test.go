@@ -30,6 +30,15 @@ type fakeBBS struct {
 	lrpCalls    [][]*bbsv1.LRPAction
 	taskCalls   [][]*bbsv1.TaskAction
 	reports     []*bbsv1.ConvergencePass
+	auctions    []*bbsv1.RequestAuctionsRequest
+	deferred    []bool // defer_auction of every Apply call
+}
+
+func (f *fakeBBS) RequestAuctions(_ context.Context, req *bbsv1.RequestAuctionsRequest, _ ...grpc.CallOption) (*bbsv1.RequestAuctionsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.auctions = append(f.auctions, proto.Clone(req).(*bbsv1.RequestAuctionsRequest))
+	return &bbsv1.RequestAuctionsResponse{}, nil
 }
 
 func (f *fakeBBS) Snapshot(context.Context, *bbsv1.SnapshotRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.SnapshotResponse], error) {
@@ -45,6 +54,7 @@ func (f *fakeBBS) ApplyLRPActions(_ context.Context, req *bbsv1.ApplyLRPActionsR
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lrpCalls = append(f.lrpCalls, req.GetActions())
+	f.deferred = append(f.deferred, req.GetDeferAuction())
 	if f.lrpErr != nil {
 		return nil, f.lrpErr
 	}
@@ -60,6 +70,7 @@ func (f *fakeBBS) ApplyTaskActions(_ context.Context, req *bbsv1.ApplyTaskAction
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.taskCalls = append(f.taskCalls, req.GetActions())
+	f.deferred = append(f.deferred, req.GetDeferAuction())
 	if f.taskErr != nil {
 		return nil, f.taskErr
 	}

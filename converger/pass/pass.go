@@ -145,18 +145,68 @@ func (r *Runner) snapshot(ctx context.Context) (plan.Snapshot, error) {
 	return plan.FromResponses(parts), nil
 }
 
-// apply sends the LRP actions, then the task actions, and tallies the outcomes.
+// apply sends the LRP actions, then the task actions, with their auctions deferred,
+// tallies the outcomes, and then asks the BBS to auction everything that was applied
+// and needs placing in one request (issue 4: one auction request per pass).
 func (r *Runner) apply(ctx context.Context, res plan.Result, sum *Summary) error {
 	lrps, tasks := Translate(res.Actions())
-	errLRP := applyItems(ctx, r, lrps, lrpPartition, func(ctx context.Context, ps []*bbsv1.LRPAction) ([]result, error) {
-		resp, err := r.bbs.ApplyLRPActions(ctx, &bbsv1.ApplyLRPActionsRequest{Actions: ps})
+	lrpOutcomes, errLRP := applyItems(ctx, r, lrps, lrpPartition, func(ctx context.Context, ps []*bbsv1.LRPAction) ([]result, error) {
+		resp, err := r.bbs.ApplyLRPActions(ctx, &bbsv1.ApplyLRPActionsRequest{Actions: ps, DeferAuction: true})
 		return results(resp.GetResults()), err
 	}, sum)
-	errTask := applyItems(ctx, r, tasks, taskPartition, func(ctx context.Context, ps []*bbsv1.TaskAction) ([]result, error) {
-		resp, err := r.bbs.ApplyTaskActions(ctx, &bbsv1.ApplyTaskActionsRequest{Actions: ps})
+	taskOutcomes, errTask := applyItems(ctx, r, tasks, taskPartition, func(ctx context.Context, ps []*bbsv1.TaskAction) ([]result, error) {
+		resp, err := r.bbs.ApplyTaskActions(ctx, &bbsv1.ApplyTaskActionsRequest{Actions: ps, DeferAuction: true})
 		return results(resp.GetResults()), err
 	}, sum)
-	return errors.Join(wrap("apply lrp actions", errLRP), wrap("apply task actions", errTask))
+	errAuction := r.requestAuctions(ctx, auctionsOf(res, lrps, lrpOutcomes, tasks, taskOutcomes))
+	return errors.Join(wrap("apply lrp actions", errLRP), wrap("apply task actions", errTask), wrap("request auctions", errAuction))
+}
+
+// requestAuctions sends one RequestAuctions call, unless there is nothing to place.
+func (r *Runner) requestAuctions(ctx context.Context, req *bbsv1.RequestAuctionsRequest) error {
+	if len(req.GetLrps()) == 0 && len(req.GetTaskGuids()) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	_, err := r.bbs.RequestAuctions(ctx, req)
+	return err
+}
+
+// auctionsOf is what a pass asks to place: the plan's LRP starts without the indices
+// whose creating, unclaiming or suspecting action was not applied, and the kicked tasks
+// whose kick was applied.
+func auctionsOf(res plan.Result, lrps []Item[*bbsv1.LRPAction], lrpOutcomes []outcome,
+	tasks []Item[*bbsv1.TaskAction], taskOutcomes []outcome) *bbsv1.RequestAuctionsRequest {
+	type index struct {
+		guid string
+		i    int32
+	}
+	notApplied := map[index]bool{}
+	for i, it := range lrps {
+		if lrpOutcomes[i].kind == outcomeApplied {
+			continue
+		}
+		switch a := it.Action.(type) {
+		case plan.CreateMissing:
+			notApplied[index{a.ProcessGUID, a.Index}] = true
+		case plan.Unclaim:
+			notApplied[index{a.ProcessGUID, a.Index}] = true
+		case plan.MarkSuspect:
+			notApplied[index{a.ProcessGUID, a.Index}] = true
+		}
+	}
+	req := &bbsv1.RequestAuctionsRequest{}
+	starts := plan.WithoutIndices(res.LRPStarts, func(guid string, i int32) bool { return notApplied[index{guid, i}] })
+	for _, s := range starts {
+		req.Lrps = append(req.Lrps, &bbsv1.LRPIndices{ProcessGuid: s.GetProcessGuid(), Indices: s.GetIndices()})
+	}
+	for i, it := range tasks {
+		if k, ok := it.Action.(plan.KickTask); ok && taskOutcomes[i].kind == outcomeApplied {
+			req.TaskGuids = append(req.TaskGuids, k.TaskGUID)
+		}
+	}
+	return req
 }
 
 // result is what the BBS says of one action (LRPActionResult or TaskActionResult).
@@ -185,9 +235,9 @@ type outcome struct {
 // one partition (one process guid, one task) stay in one stream, in plan order, so
 // actions on the same instance are applied in order. Each stream sends chunks of the
 // chunk size, one deadline per call, and tries every chunk. Outcomes are logged and
-// counted in plan order afterwards; the first call error is returned.
+// counted in plan order afterwards and returned with the first call error.
 func applyItems[P any](ctx context.Context, r *Runner, items []Item[P], partition func(P) string,
-	call func(context.Context, []P) ([]result, error), sum *Summary) error {
+	call func(context.Context, []P) ([]result, error), sum *Summary) ([]outcome, error) {
 	outcomes := make([]outcome, len(items))
 	streams := partitionIndices(len(items), r.opts.Workers, func(i int) string { return partition(items[i].Proto) })
 	errs := make([]error, len(streams))
@@ -207,10 +257,10 @@ func applyItems[P any](ctx context.Context, r *Runner, items []Item[P], partitio
 	}
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return outcomes, err
 		}
 	}
-	return nil
+	return outcomes, nil
 }
 
 // applyChunk sends the items at indices in one call and stores their outcomes.

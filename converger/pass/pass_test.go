@@ -67,6 +67,12 @@ func TestRunAppliesThePlanAndReports(t *testing.T) {
 	assert.Equal(t, "t-1", bbs.taskCalls[0][0].GetKick().GetTaskGuid())
 	assert.Equal(t, 2, sum.Applied)
 	assert.Equal(t, 1, sum.Refused)
+	assert.Equal(t, []bool{true, true}, bbs.deferred, "every Apply call defers its auctions")
+	require.Len(t, bbs.auctions, 1, "one auction request per pass")
+	require.Len(t, bbs.auctions[0].GetLrps(), 1)
+	assert.Equal(t, "web", bbs.auctions[0].GetLrps()[0].GetProcessGuid())
+	assert.Equal(t, []int32{1}, bbs.auctions[0].GetLrps()[0].GetIndices(), "the created index")
+	assert.Empty(t, bbs.auctions[0].GetTaskGuids(), "the refused kick is not auctioned")
 
 	actions := logs.messages(t, "converger-action")
 	require.Len(t, actions, 3, "one line per action")

@@ -136,6 +136,10 @@ func (f *fakeBBS) ReportConvergencePass(_ context.Context, req *bbsv1.ReportConv
 	return &bbsv1.ReportConvergencePassResponse{}, nil
 }
 
+func (f *fakeBBS) RequestAuctions(context.Context, *bbsv1.RequestAuctionsRequest) (*bbsv1.RequestAuctionsResponse, error) {
+	return &bbsv1.RequestAuctionsResponse{}, nil
+}
+
 func (f *fakeBBS) setHolder(owner string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -517,8 +517,11 @@ func (*LRPAction_Retire) isLRPAction_Action() {}
 
 // ApplyLRPActionsRequest carries the LRP part of one plan.
 type ApplyLRPActionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Actions       []*LRPAction           `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Actions []*LRPAction           `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	// When set, nothing is auctioned by this call: the caller sends everything a pass
+	// created, unclaimed or replaced in one RequestAuctions call at its end.
+	DeferAuction  bool `protobuf:"varint,2,opt,name=defer_auction,json=deferAuction,proto3" json:"defer_auction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -558,6 +561,13 @@ func (x *ApplyLRPActionsRequest) GetActions() []*LRPAction {
 		return x.Actions
 	}
 	return nil
+}
+
+func (x *ApplyLRPActionsRequest) GetDeferAuction() bool {
+	if x != nil {
+		return x.DeferAuction
+	}
+	return false
 }
 
 // LRPActionResult says what became of one action, in request order.
@@ -922,8 +932,10 @@ func (*TaskAction_RetryCallback) isTaskAction_Action() {}
 
 // ApplyTaskActionsRequest carries the task part of one plan.
 type ApplyTaskActionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Actions       []*TaskAction          `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Actions []*TaskAction          `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	// When set, kicked tasks are not auctioned by this call (see RequestAuctions).
+	DeferAuction  bool `protobuf:"varint,2,opt,name=defer_auction,json=deferAuction,proto3" json:"defer_auction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -963,6 +975,13 @@ func (x *ApplyTaskActionsRequest) GetActions() []*TaskAction {
 		return x.Actions
 	}
 	return nil
+}
+
+func (x *ApplyTaskActionsRequest) GetDeferAuction() bool {
+	if x != nil {
+		return x.DeferAuction
+	}
+	return false
 }
 
 // TaskActionResult says what became of one task action, in request order.
@@ -1637,6 +1656,165 @@ func (*ReportConvergencePassResponse) Descriptor() ([]byte, []int) {
 	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{21}
 }
 
+// LRPIndices names indices of one DesiredLRP.
+type LRPIndices struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid   string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Indices       []int32                `protobuf:"varint,2,rep,packed,name=indices,proto3" json:"indices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LRPIndices) Reset() {
+	*x = LRPIndices{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LRPIndices) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LRPIndices) ProtoMessage() {}
+
+func (x *LRPIndices) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LRPIndices.ProtoReflect.Descriptor instead.
+func (*LRPIndices) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *LRPIndices) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *LRPIndices) GetIndices() []int32 {
+	if x != nil {
+		return x.Indices
+	}
+	return nil
+}
+
+// RequestAuctionsRequest names what a pass wants placed.
+type RequestAuctionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lrps          []*LRPIndices          `protobuf:"bytes,1,rep,name=lrps,proto3" json:"lrps,omitempty"`
+	TaskGuids     []string               `protobuf:"bytes,2,rep,name=task_guids,json=taskGuids,proto3" json:"task_guids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAuctionsRequest) Reset() {
+	*x = RequestAuctionsRequest{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAuctionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAuctionsRequest) ProtoMessage() {}
+
+func (x *RequestAuctionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAuctionsRequest.ProtoReflect.Descriptor instead.
+func (*RequestAuctionsRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RequestAuctionsRequest) GetLrps() []*LRPIndices {
+	if x != nil {
+		return x.Lrps
+	}
+	return nil
+}
+
+func (x *RequestAuctionsRequest) GetTaskGuids() []string {
+	if x != nil {
+		return x.TaskGuids
+	}
+	return nil
+}
+
+// RequestAuctionsResponse says how much was sent to the auctioneer.
+type RequestAuctionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LrpIndices    int32                  `protobuf:"varint,1,opt,name=lrp_indices,json=lrpIndices,proto3" json:"lrp_indices,omitempty"`
+	Tasks         int32                  `protobuf:"varint,2,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAuctionsResponse) Reset() {
+	*x = RequestAuctionsResponse{}
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAuctionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAuctionsResponse) ProtoMessage() {}
+
+func (x *RequestAuctionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_convergence_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAuctionsResponse.ProtoReflect.Descriptor instead.
+func (*RequestAuctionsResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_convergence_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RequestAuctionsResponse) GetLrpIndices() int32 {
+	if x != nil {
+		return x.LrpIndices
+	}
+	return 0
+}
+
+func (x *RequestAuctionsResponse) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
 var File_drover_bbs_v1_convergence_service_proto protoreflect.FileDescriptor
 
 const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
@@ -1673,9 +1851,10 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\x06remove\x18\x0e \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\x06remove\x12Q\n" +
 	"\x0fpromote_suspect\x18\x0f \x01(\v2&.drover.bbs.v1.PromoteSuspectLRPActionH\x00R\x0epromoteSuspect\x128\n" +
 	"\x06retire\x18\x10 \x01(\v2\x1e.drover.bbs.v1.LRPRowConditionH\x00R\x06retireB\b\n" +
-	"\x06action\"L\n" +
+	"\x06action\"q\n" +
 	"\x16ApplyLRPActionsRequest\x122\n" +
-	"\aactions\x18\x01 \x03(\v2\x18.drover.bbs.v1.LRPActionR\aactions\"R\n" +
+	"\aactions\x18\x01 \x03(\v2\x18.drover.bbs.v1.LRPActionR\aactions\x12#\n" +
+	"\rdefer_auction\x18\x02 \x01(\bR\fdeferAuction\"R\n" +
 	"\x0fLRPActionResult\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x12%\n" +
 	"\x0erefused_reason\x18\x02 \x01(\tR\rrefusedReason\"S\n" +
@@ -1698,9 +1877,10 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\x10demote_resolving\x18\f \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\x0fdemoteResolving\x12L\n" +
 	"\x10delete_completed\x18\r \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\x0fdeleteCompleted\x12H\n" +
 	"\x0eretry_callback\x18\x0e \x01(\v2\x1f.drover.bbs.v1.TaskRowConditionH\x00R\rretryCallbackB\b\n" +
-	"\x06action\"N\n" +
+	"\x06action\"s\n" +
 	"\x17ApplyTaskActionsRequest\x123\n" +
-	"\aactions\x18\x01 \x03(\v2\x19.drover.bbs.v1.TaskActionR\aactions\"S\n" +
+	"\aactions\x18\x01 \x03(\v2\x19.drover.bbs.v1.TaskActionR\aactions\x12#\n" +
+	"\rdefer_auction\x18\x02 \x01(\bR\fdeferAuction\"S\n" +
 	"\x10TaskActionResult\x12\x18\n" +
 	"\aapplied\x18\x01 \x01(\bR\aapplied\x12%\n" +
 	"\x0erefused_reason\x18\x02 \x01(\tR\rrefusedReason\"U\n" +
@@ -1758,14 +1938,27 @@ const file_drover_bbs_v1_convergence_service_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\v2).drover.bbs.v1.GetConvergerStatusResponseR\x06status\"R\n" +
 	"\x1cReportConvergencePassRequest\x122\n" +
 	"\x04pass\x18\x01 \x01(\v2\x1e.drover.bbs.v1.ConvergencePassR\x04pass\"\x1f\n" +
-	"\x1dReportConvergencePassResponse2\xf4\x04\n" +
+	"\x1dReportConvergencePassResponse\"I\n" +
+	"\n" +
+	"LRPIndices\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x18\n" +
+	"\aindices\x18\x02 \x03(\x05R\aindices\"f\n" +
+	"\x16RequestAuctionsRequest\x12-\n" +
+	"\x04lrps\x18\x01 \x03(\v2\x19.drover.bbs.v1.LRPIndicesR\x04lrps\x12\x1d\n" +
+	"\n" +
+	"task_guids\x18\x02 \x03(\tR\ttaskGuids\"P\n" +
+	"\x17RequestAuctionsResponse\x12\x1f\n" +
+	"\vlrp_indices\x18\x01 \x01(\x05R\n" +
+	"lrpIndices\x12\x14\n" +
+	"\x05tasks\x18\x02 \x01(\x05R\x05tasks2\xd6\x05\n" +
 	"\x12ConvergenceService\x12M\n" +
 	"\bSnapshot\x12\x1e.drover.bbs.v1.SnapshotRequest\x1a\x1f.drover.bbs.v1.SnapshotResponse0\x01\x12`\n" +
 	"\x0fApplyLRPActions\x12%.drover.bbs.v1.ApplyLRPActionsRequest\x1a&.drover.bbs.v1.ApplyLRPActionsResponse\x12c\n" +
 	"\x10ApplyTaskActions\x12&.drover.bbs.v1.ApplyTaskActionsRequest\x1a'.drover.bbs.v1.ApplyTaskActionsResponse\x12i\n" +
 	"\x12GetConvergerStatus\x12(.drover.bbs.v1.GetConvergerStatusRequest\x1a).drover.bbs.v1.GetConvergerStatusResponse\x12i\n" +
 	"\x12SetConvergerPaused\x12(.drover.bbs.v1.SetConvergerPausedRequest\x1a).drover.bbs.v1.SetConvergerPausedResponse\x12r\n" +
-	"\x15ReportConvergencePass\x12+.drover.bbs.v1.ReportConvergencePassRequest\x1a,.drover.bbs.v1.ReportConvergencePassResponseB\xac\x01\n" +
+	"\x15ReportConvergencePass\x12+.drover.bbs.v1.ReportConvergencePassRequest\x1a,.drover.bbs.v1.ReportConvergencePassResponse\x12`\n" +
+	"\x0fRequestAuctions\x12%.drover.bbs.v1.RequestAuctionsRequest\x1a&.drover.bbs.v1.RequestAuctionsResponseB\xac\x01\n" +
 	"\x11com.drover.bbs.v1B\x17ConvergenceServiceProtoP\x01Z(drover.dev/proto/gen/drover/bbs/v1;bbsv1\xa2\x02\x03DBX\xaa\x02\rDrover.Bbs.V1\xca\x02\rDrover\\Bbs\\V1\xe2\x02\x19Drover\\Bbs\\V1\\GPBMetadata\xea\x02\x0fDrover::Bbs::V1b\x06proto3"
 
 var (
@@ -1780,7 +1973,7 @@ func file_drover_bbs_v1_convergence_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_convergence_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_drover_bbs_v1_convergence_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_drover_bbs_v1_convergence_service_proto_goTypes = []any{
 	(*SnapshotRequest)(nil),               // 0: drover.bbs.v1.SnapshotRequest
 	(*SnapshotResponse)(nil),              // 1: drover.bbs.v1.SnapshotResponse
@@ -1804,27 +1997,30 @@ var file_drover_bbs_v1_convergence_service_proto_goTypes = []any{
 	(*SetConvergerPausedResponse)(nil),    // 19: drover.bbs.v1.SetConvergerPausedResponse
 	(*ReportConvergencePassRequest)(nil),  // 20: drover.bbs.v1.ReportConvergencePassRequest
 	(*ReportConvergencePassResponse)(nil), // 21: drover.bbs.v1.ReportConvergencePassResponse
-	(*v1.CellPresence)(nil),               // 22: drover.models.v1.CellPresence
-	(*v1.DesiredLRPSchedulingInfo)(nil),   // 23: drover.models.v1.DesiredLRPSchedulingInfo
-	(*v1.ActualLRP)(nil),                  // 24: drover.models.v1.ActualLRP
-	(*v1.Task)(nil),                       // 25: drover.models.v1.Task
-	(*v1.ActualLRPKey)(nil),               // 26: drover.models.v1.ActualLRPKey
-	(v1.ActualLRPPresence)(0),             // 27: drover.models.v1.ActualLRPPresence
-	(v1.ActualLRPState)(0),                // 28: drover.models.v1.ActualLRPState
-	(*v1.ModificationTag)(nil),            // 29: drover.models.v1.ModificationTag
-	(v1.TaskState)(0),                     // 30: drover.models.v1.TaskState
+	(*LRPIndices)(nil),                    // 22: drover.bbs.v1.LRPIndices
+	(*RequestAuctionsRequest)(nil),        // 23: drover.bbs.v1.RequestAuctionsRequest
+	(*RequestAuctionsResponse)(nil),       // 24: drover.bbs.v1.RequestAuctionsResponse
+	(*v1.CellPresence)(nil),               // 25: drover.models.v1.CellPresence
+	(*v1.DesiredLRPSchedulingInfo)(nil),   // 26: drover.models.v1.DesiredLRPSchedulingInfo
+	(*v1.ActualLRP)(nil),                  // 27: drover.models.v1.ActualLRP
+	(*v1.Task)(nil),                       // 28: drover.models.v1.Task
+	(*v1.ActualLRPKey)(nil),               // 29: drover.models.v1.ActualLRPKey
+	(v1.ActualLRPPresence)(0),             // 30: drover.models.v1.ActualLRPPresence
+	(v1.ActualLRPState)(0),                // 31: drover.models.v1.ActualLRPState
+	(*v1.ModificationTag)(nil),            // 32: drover.models.v1.ModificationTag
+	(v1.TaskState)(0),                     // 33: drover.models.v1.TaskState
 }
 var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
-	22, // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
-	23, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
-	24, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
-	25, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
-	26, // 4: drover.bbs.v1.LRPRowCondition.key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 5: drover.bbs.v1.LRPRowCondition.presence:type_name -> drover.models.v1.ActualLRPPresence
-	28, // 6: drover.bbs.v1.LRPRowCondition.state:type_name -> drover.models.v1.ActualLRPState
-	29, // 7: drover.bbs.v1.LRPRowCondition.modification_tag:type_name -> drover.models.v1.ModificationTag
-	26, // 8: drover.bbs.v1.CreateMissingLRPAction.key:type_name -> drover.models.v1.ActualLRPKey
-	29, // 9: drover.bbs.v1.CreateMissingLRPAction.desired_modification_tag:type_name -> drover.models.v1.ModificationTag
+	25, // 0: drover.bbs.v1.SnapshotResponse.cells:type_name -> drover.models.v1.CellPresence
+	26, // 1: drover.bbs.v1.SnapshotResponse.scheduling_infos:type_name -> drover.models.v1.DesiredLRPSchedulingInfo
+	27, // 2: drover.bbs.v1.SnapshotResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
+	28, // 3: drover.bbs.v1.SnapshotResponse.tasks:type_name -> drover.models.v1.Task
+	29, // 4: drover.bbs.v1.LRPRowCondition.key:type_name -> drover.models.v1.ActualLRPKey
+	30, // 5: drover.bbs.v1.LRPRowCondition.presence:type_name -> drover.models.v1.ActualLRPPresence
+	31, // 6: drover.bbs.v1.LRPRowCondition.state:type_name -> drover.models.v1.ActualLRPState
+	32, // 7: drover.bbs.v1.LRPRowCondition.modification_tag:type_name -> drover.models.v1.ModificationTag
+	29, // 8: drover.bbs.v1.CreateMissingLRPAction.key:type_name -> drover.models.v1.ActualLRPKey
+	32, // 9: drover.bbs.v1.CreateMissingLRPAction.desired_modification_tag:type_name -> drover.models.v1.ModificationTag
 	2,  // 10: drover.bbs.v1.PromoteSuspectLRPAction.suspect:type_name -> drover.bbs.v1.LRPRowCondition
 	2,  // 11: drover.bbs.v1.PromoteSuspectLRPAction.replacement:type_name -> drover.bbs.v1.LRPRowCondition
 	3,  // 12: drover.bbs.v1.LRPAction.create_missing:type_name -> drover.bbs.v1.CreateMissingLRPAction
@@ -1836,7 +2032,7 @@ var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
 	2,  // 18: drover.bbs.v1.LRPAction.retire:type_name -> drover.bbs.v1.LRPRowCondition
 	5,  // 19: drover.bbs.v1.ApplyLRPActionsRequest.actions:type_name -> drover.bbs.v1.LRPAction
 	7,  // 20: drover.bbs.v1.ApplyLRPActionsResponse.results:type_name -> drover.bbs.v1.LRPActionResult
-	30, // 21: drover.bbs.v1.TaskRowCondition.state:type_name -> drover.models.v1.TaskState
+	33, // 21: drover.bbs.v1.TaskRowCondition.state:type_name -> drover.models.v1.TaskState
 	9,  // 22: drover.bbs.v1.FailTaskAction.task:type_name -> drover.bbs.v1.TaskRowCondition
 	10, // 23: drover.bbs.v1.TaskAction.fail:type_name -> drover.bbs.v1.FailTaskAction
 	9,  // 24: drover.bbs.v1.TaskAction.kick:type_name -> drover.bbs.v1.TaskRowCondition
@@ -1848,23 +2044,26 @@ var file_drover_bbs_v1_convergence_service_proto_depIdxs = []int32{
 	15, // 30: drover.bbs.v1.GetConvergerStatusResponse.last_pass:type_name -> drover.bbs.v1.ConvergencePass
 	17, // 31: drover.bbs.v1.SetConvergerPausedResponse.status:type_name -> drover.bbs.v1.GetConvergerStatusResponse
 	15, // 32: drover.bbs.v1.ReportConvergencePassRequest.pass:type_name -> drover.bbs.v1.ConvergencePass
-	0,  // 33: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
-	6,  // 34: drover.bbs.v1.ConvergenceService.ApplyLRPActions:input_type -> drover.bbs.v1.ApplyLRPActionsRequest
-	12, // 35: drover.bbs.v1.ConvergenceService.ApplyTaskActions:input_type -> drover.bbs.v1.ApplyTaskActionsRequest
-	16, // 36: drover.bbs.v1.ConvergenceService.GetConvergerStatus:input_type -> drover.bbs.v1.GetConvergerStatusRequest
-	18, // 37: drover.bbs.v1.ConvergenceService.SetConvergerPaused:input_type -> drover.bbs.v1.SetConvergerPausedRequest
-	20, // 38: drover.bbs.v1.ConvergenceService.ReportConvergencePass:input_type -> drover.bbs.v1.ReportConvergencePassRequest
-	1,  // 39: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
-	8,  // 40: drover.bbs.v1.ConvergenceService.ApplyLRPActions:output_type -> drover.bbs.v1.ApplyLRPActionsResponse
-	14, // 41: drover.bbs.v1.ConvergenceService.ApplyTaskActions:output_type -> drover.bbs.v1.ApplyTaskActionsResponse
-	17, // 42: drover.bbs.v1.ConvergenceService.GetConvergerStatus:output_type -> drover.bbs.v1.GetConvergerStatusResponse
-	19, // 43: drover.bbs.v1.ConvergenceService.SetConvergerPaused:output_type -> drover.bbs.v1.SetConvergerPausedResponse
-	21, // 44: drover.bbs.v1.ConvergenceService.ReportConvergencePass:output_type -> drover.bbs.v1.ReportConvergencePassResponse
-	39, // [39:45] is the sub-list for method output_type
-	33, // [33:39] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	22, // 33: drover.bbs.v1.RequestAuctionsRequest.lrps:type_name -> drover.bbs.v1.LRPIndices
+	0,  // 34: drover.bbs.v1.ConvergenceService.Snapshot:input_type -> drover.bbs.v1.SnapshotRequest
+	6,  // 35: drover.bbs.v1.ConvergenceService.ApplyLRPActions:input_type -> drover.bbs.v1.ApplyLRPActionsRequest
+	12, // 36: drover.bbs.v1.ConvergenceService.ApplyTaskActions:input_type -> drover.bbs.v1.ApplyTaskActionsRequest
+	16, // 37: drover.bbs.v1.ConvergenceService.GetConvergerStatus:input_type -> drover.bbs.v1.GetConvergerStatusRequest
+	18, // 38: drover.bbs.v1.ConvergenceService.SetConvergerPaused:input_type -> drover.bbs.v1.SetConvergerPausedRequest
+	20, // 39: drover.bbs.v1.ConvergenceService.ReportConvergencePass:input_type -> drover.bbs.v1.ReportConvergencePassRequest
+	23, // 40: drover.bbs.v1.ConvergenceService.RequestAuctions:input_type -> drover.bbs.v1.RequestAuctionsRequest
+	1,  // 41: drover.bbs.v1.ConvergenceService.Snapshot:output_type -> drover.bbs.v1.SnapshotResponse
+	8,  // 42: drover.bbs.v1.ConvergenceService.ApplyLRPActions:output_type -> drover.bbs.v1.ApplyLRPActionsResponse
+	14, // 43: drover.bbs.v1.ConvergenceService.ApplyTaskActions:output_type -> drover.bbs.v1.ApplyTaskActionsResponse
+	17, // 44: drover.bbs.v1.ConvergenceService.GetConvergerStatus:output_type -> drover.bbs.v1.GetConvergerStatusResponse
+	19, // 45: drover.bbs.v1.ConvergenceService.SetConvergerPaused:output_type -> drover.bbs.v1.SetConvergerPausedResponse
+	21, // 46: drover.bbs.v1.ConvergenceService.ReportConvergencePass:output_type -> drover.bbs.v1.ReportConvergencePassResponse
+	24, // 47: drover.bbs.v1.ConvergenceService.RequestAuctions:output_type -> drover.bbs.v1.RequestAuctionsResponse
+	41, // [41:48] is the sub-list for method output_type
+	34, // [34:41] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_drover_bbs_v1_convergence_service_proto_init() }
@@ -1894,7 +2093,7 @@ func file_drover_bbs_v1_convergence_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_convergence_service_proto_rawDesc), len(file_drover_bbs_v1_convergence_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	ConvergenceService_GetConvergerStatus_FullMethodName    = "/drover.bbs.v1.ConvergenceService/GetConvergerStatus"
 	ConvergenceService_SetConvergerPaused_FullMethodName    = "/drover.bbs.v1.ConvergenceService/SetConvergerPaused"
 	ConvergenceService_ReportConvergencePass_FullMethodName = "/drover.bbs.v1.ConvergenceService/ReportConvergencePass"
+	ConvergenceService_RequestAuctions_FullMethodName       = "/drover.bbs.v1.ConvergenceService/RequestAuctions"
 )
 
 // ConvergenceServiceClient is the client API for ConvergenceService service.
@@ -55,6 +56,11 @@ type ConvergenceServiceClient interface {
 	SetConvergerPaused(ctx context.Context, in *SetConvergerPausedRequest, opts ...grpc.CallOption) (*SetConvergerPausedResponse, error)
 	// ReportConvergencePass records the summary of the pass a converger just ran.
 	ReportConvergencePass(ctx context.Context, in *ReportConvergencePassRequest, opts ...grpc.CallOption) (*ReportConvergencePassResponse, error)
+	// RequestAuctions sends the auctioneer, in one LRP request and one task request,
+	// everything a pass applied with defer_auction that needs placing: the given indices
+	// (start requests built from the current scheduling infos; indices of gone
+	// DesiredLRPs are skipped) and PENDING tasks (others are skipped).
+	RequestAuctions(ctx context.Context, in *RequestAuctionsRequest, opts ...grpc.CallOption) (*RequestAuctionsResponse, error)
 }
 
 type convergenceServiceClient struct {
@@ -134,6 +140,16 @@ func (c *convergenceServiceClient) ReportConvergencePass(ctx context.Context, in
 	return out, nil
 }
 
+func (c *convergenceServiceClient) RequestAuctions(ctx context.Context, in *RequestAuctionsRequest, opts ...grpc.CallOption) (*RequestAuctionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequestAuctionsResponse)
+	err := c.cc.Invoke(ctx, ConvergenceService_RequestAuctions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConvergenceServiceServer is the server API for ConvergenceService service.
 // All implementations must embed UnimplementedConvergenceServiceServer
 // for forward compatibility.
@@ -162,6 +178,11 @@ type ConvergenceServiceServer interface {
 	SetConvergerPaused(context.Context, *SetConvergerPausedRequest) (*SetConvergerPausedResponse, error)
 	// ReportConvergencePass records the summary of the pass a converger just ran.
 	ReportConvergencePass(context.Context, *ReportConvergencePassRequest) (*ReportConvergencePassResponse, error)
+	// RequestAuctions sends the auctioneer, in one LRP request and one task request,
+	// everything a pass applied with defer_auction that needs placing: the given indices
+	// (start requests built from the current scheduling infos; indices of gone
+	// DesiredLRPs are skipped) and PENDING tasks (others are skipped).
+	RequestAuctions(context.Context, *RequestAuctionsRequest) (*RequestAuctionsResponse, error)
 	mustEmbedUnimplementedConvergenceServiceServer()
 }
 
@@ -189,6 +210,9 @@ func (UnimplementedConvergenceServiceServer) SetConvergerPaused(context.Context,
 }
 func (UnimplementedConvergenceServiceServer) ReportConvergencePass(context.Context, *ReportConvergencePassRequest) (*ReportConvergencePassResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReportConvergencePass not implemented")
+}
+func (UnimplementedConvergenceServiceServer) RequestAuctions(context.Context, *RequestAuctionsRequest) (*RequestAuctionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestAuctions not implemented")
 }
 func (UnimplementedConvergenceServiceServer) mustEmbedUnimplementedConvergenceServiceServer() {}
 func (UnimplementedConvergenceServiceServer) testEmbeddedByValue()                            {}
@@ -312,6 +336,24 @@ func _ConvergenceService_ReportConvergencePass_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConvergenceService_RequestAuctions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequestAuctionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConvergenceServiceServer).RequestAuctions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConvergenceService_RequestAuctions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConvergenceServiceServer).RequestAuctions(ctx, req.(*RequestAuctionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConvergenceService_ServiceDesc is the grpc.ServiceDesc for ConvergenceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -338,6 +380,10 @@ var ConvergenceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportConvergencePass",
 			Handler:    _ConvergenceService_ReportConvergencePass_Handler,
+		},
+		{
+			MethodName: "RequestAuctions",
+			Handler:    _ConvergenceService_RequestAuctions_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

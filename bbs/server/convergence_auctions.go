@@ -1,0 +1,52 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"drover.dev/bbs/models"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// RequestAuctions sends what a convergence pass applied with defer_auction to the
+// auctioneer: the LRP indices in one request (built from the current scheduling
+// infos) and the still-PENDING tasks in another.
+func (s *convergenceService) RequestAuctions(ctx context.Context, req *bbsv1.RequestAuctionsRequest) (*bbsv1.RequestAuctionsResponse, error) {
+	indices := map[string][]int32{}
+	for i, l := range req.GetLrps() {
+		if l.GetProcessGuid() == "" {
+			return nil, models.NewError(models.ErrTypeInvalidRequest, "lrps[%d].process_guid: is required", i)
+		}
+		if slices.ContainsFunc(l.GetIndices(), func(x int32) bool { return x < 0 }) {
+			return nil, models.NewError(models.ErrTypeInvalidRequest, "lrps[%d].indices: must not be negative", i)
+		}
+		indices[l.GetProcessGuid()] = append(indices[l.GetProcessGuid()], l.GetIndices()...)
+	}
+	for i, guid := range req.GetTaskGuids() {
+		if guid == "" {
+			return nil, models.NewError(models.ErrTypeInvalidRequest, "task_guids[%d]: is required", i)
+		}
+	}
+	sent, err := s.auctionIndices(ctx, indices)
+	if err != nil {
+		return nil, err
+	}
+	tasks := s.pendingTasks(ctx, req.GetTaskGuids())
+	s.auctionTask(tasks...)
+	return &bbsv1.RequestAuctionsResponse{LrpIndices: int32(sent), Tasks: int32(len(tasks))}, nil
+}
+
+// pendingTasks reads the named tasks that are still PENDING, with their definitions;
+// gone or moved-on tasks are skipped.
+func (s *convergenceService) pendingTasks(ctx context.Context, guids []string) []*modelsv1.Task {
+	var out []*modelsv1.Task
+	for _, guid := range slices.Compact(slices.Sorted(slices.Values(guids))) {
+		task, err := s.db.GetTask(ctx, guid)
+		if err != nil || task.GetState() != modelsv1.TaskState_TASK_STATE_PENDING {
+			continue
+		}
+		out = append(out, task)
+	}
+	return out
+}
