@@ -9,7 +9,7 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells
+.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells bench-converge
 
 help:
 	@echo "make up [CELLS=N]       install what is missing, start Postgres, BBS, containerd, auctioneer and N reps (.drover/)"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-integration   the integration suite only"
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
+	@echo "make bench-converge     a full convergence pass over 100,000 ActualLRPs (snapshot, plan, apply)"
 	@echo "make build              build bbs, droverctl and devstack into bin/"
 	@echo "make proto              regenerate proto/gen with buf"
 	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
@@ -86,3 +87,8 @@ bench-cells:
 	scripts/containerd.sh start >/dev/null
 	go test -run '^$$' -bench Place -benchtime 3x ./auctioneer/auction/
 	go test -run '^$$' -bench DesireToRunning -benchtime 1x -timeout 20m ./integration/bench/
+
+bench-converge:
+	scripts/postgres.sh start >/dev/null
+	go test -run '^$$' -bench 'Plan100k' ./converger/plan/
+	go test -run '^$$' -bench ConvergencePass -benchtime 1x -timeout 20m ./integration/bench/
