@@ -8,8 +8,10 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	auctioneerconfig "drover.dev/auctioneer/config"
+	libconfig "drover.dev/lib/config"
 	repconfig "drover.dev/rep/config"
 )
 
@@ -132,6 +134,8 @@ func (s *Stack) newRep(l cellLayout, bbsAddress string, detached bool) *Rep {
 	cfg.Executor.PortRangeEnd = l.HostPortEnd
 	cfg.Executor.Subnet = l.Subnet
 	cfg.Executor.BridgeName = l.Bridge
+	// A dev drain re-checks its containers every second instead of every 10 s.
+	cfg.EvacuationPollingInterval = libconfig.Duration(time.Second)
 	r.Config = cfg
 	return r
 }
