@@ -80,11 +80,7 @@ func Default() Config {
 
 // Load reads and validates the configuration file at path over the defaults.
 func Load(path string) (*Config, error) {
-	cfg := Default()
-	if err := libconfig.Load(path, &cfg); err != nil {
-		return nil, err
-	}
-	return &cfg, nil
+	return libconfig.LoadOver(path, Default())
 }
 
 // Validate reports every invalid field, each error naming its field.

@@ -77,11 +77,7 @@ func Default() Config {
 
 // Load reads and validates the file at path over the defaults.
 func Load(path string) (*Config, error) {
-	cfg := Default()
-	if err := libconfig.Load(path, &cfg); err != nil {
-		return nil, err
-	}
-	return &cfg, nil
+	return libconfig.LoadOver(path, Default())
 }
 
 // Validate names the problem of every field that is wrong.

@@ -38,6 +38,19 @@ func Load(path string, into Validator) error {
 	return nil
 }
 
+// LoadOver loads the file at path over a copy of defaults (see Load) and returns the
+// result: the Load of every drover service's config package.
+func LoadOver[C any, P interface {
+	*C
+	Validator
+}](path string, defaults C) (*C, error) {
+	cfg := defaults
+	if err := Load(path, P(&cfg)); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
 // Decode strictly unmarshals one JSON object from data into v: unknown fields and
 // trailing data are errors, and syntax and type errors carry their line number.
 func Decode(data []byte, v any) error {

@@ -106,3 +106,14 @@ func TestDurationJSONRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadOverKeepsTheDefaults(t *testing.T) {
+	defaults := sample{Name: "default", Count: 7}
+	cfg, err := LoadOver(writeFile(t, `{"name": "x"}`), defaults)
+	require.NoError(t, err)
+	require.Equal(t, "x", cfg.Name)
+	require.Equal(t, 7, cfg.Count)
+	require.Equal(t, "default", defaults.Name, "the defaults are not modified")
+	_, err = LoadOver(writeFile(t, `{"nope": 1}`), defaults)
+	require.Error(t, err)
+}
