@@ -1,9 +1,7 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,12 +51,7 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	owner := cfg.LockOwner
-	if owner == "" {
-		random := make([]byte, 8)
-		_, _ = rand.Read(random)
-		owner = "auctioneer-" + hex.EncodeToString(random)
-	}
+	owner := lock.OwnerID(cfg.LockOwner, "auctioneer")
 	registry := debugserver.NewRegistry()
 	grpcMetrics, err := grpcserver.NewMetrics(registry)
 	if err != nil {

@@ -5,6 +5,8 @@ package lock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +25,17 @@ type Service interface {
 	AcquireLock(ctx context.Context, key, owner, value string, ttl time.Duration) error
 	// ReleaseLock gives up the lock owner holds.
 	ReleaseLock(ctx context.Context, key, owner string) error
+}
+
+// OwnerID is the owner id a component holds its lock under: the configured one, or
+// "<component>-<16 random hex digits>" when none is configured.
+func OwnerID(configured, component string) string {
+	if configured != "" {
+		return configured
+	}
+	random := make([]byte, 8)
+	_, _ = rand.Read(random)
+	return component + "-" + hex.EncodeToString(random)
 }
 
 // ErrLost is returned by Run when the lock is held by another owner or could not be

@@ -169,3 +169,10 @@ func TestLockSignalledBeforeAcquiring(t *testing.T) {
 	holder, _ := locks.state("other")
 	require.Equal(t, "other", holder)
 }
+
+func TestOwnerID(t *testing.T) {
+	require.Equal(t, "me", OwnerID("me", "converger"))
+	a, b := OwnerID("", "converger"), OwnerID("", "converger")
+	require.Regexp(t, `^converger-[0-9a-f]{16}$`, a)
+	require.NotEqual(t, a, b)
+}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -41,12 +39,7 @@ func newConverger(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar)
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	owner := cfg.LockOwner
-	if owner == "" {
-		random := make([]byte, 8)
-		_, _ = rand.Read(random)
-		owner = "converger-" + hex.EncodeToString(random)
-	}
+	owner := lock.OwnerID(cfg.LockOwner, "converger")
 	registry := debugserver.NewRegistry()
 	metrics, err := pass.NewMetrics(registry)
 	if err != nil {
