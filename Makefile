@@ -76,7 +76,7 @@ lint:
 build:
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack \
-	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep
+	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger
 
 bench:
 	scripts/postgres.sh start >/dev/null
