@@ -24,8 +24,10 @@ const (
 	DefaultEventRetention         = 24 * time.Hour
 	DefaultEventRetentionCount    = 100000
 	DefaultMaxRequestBodyBytes    = 1 << 20
-	DefaultMaxTaskRetries         = 3
-	DefaultLogLevel               = "info"
+	// DefaultCellIdentityPrefix starts the common name of a rep's certificate ("cell:cell-1").
+	DefaultCellIdentityPrefix = "cell:"
+	DefaultMaxTaskRetries     = 3
+	DefaultLogLevel           = "info"
 	// MaxKeyLabelLength is the longest encryption key label (as upstream Diego).
 	MaxKeyLabelLength = 127
 )
@@ -57,6 +59,10 @@ type Config struct {
 	EventRetentionCount int `json:"event_retention_count"`
 	// MaxRequestBodyBytes caps HTTP request bodies.
 	MaxRequestBodyBytes int64 `json:"max_request_body_bytes"`
+	// CellIdentityPrefix marks a rep's client certificate: its common name is this
+	// prefix and the cell id. Such a caller may only read and act for its own cell;
+	// empty turns the check off.
+	CellIdentityPrefix string `json:"cell_identity_prefix"`
 	// MaxTaskRetries is how many rejections a task survives.
 	MaxTaskRetries int `json:"max_task_retries"`
 	// LogLevel is "debug", "info", "warn" or "error".
@@ -73,6 +79,7 @@ func Default() Config {
 		EventRetention:         libconfig.Duration(DefaultEventRetention),
 		EventRetentionCount:    DefaultEventRetentionCount,
 		MaxRequestBodyBytes:    DefaultMaxRequestBodyBytes,
+		CellIdentityPrefix:     DefaultCellIdentityPrefix,
 		MaxTaskRetries:         DefaultMaxTaskRetries,
 		LogLevel:               DefaultLogLevel,
 	}

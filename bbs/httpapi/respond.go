@@ -38,6 +38,8 @@ func statusFor(t models.ErrorType) int {
 		return http.StatusGone
 	case models.ErrTypeUnavailable:
 		return http.StatusServiceUnavailable
+	case models.ErrTypeUnauthorized:
+		return http.StatusForbidden
 	default:
 		return http.StatusInternalServerError
 	}

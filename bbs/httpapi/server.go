@@ -26,6 +26,9 @@ type Options struct {
 	// HeartbeatInterval is how often an idle event stream sends a keepalive comment
 	// (default 15s).
 	HeartbeatInterval time.Duration
+	// Authorize, when set, may refuse a request before it is served (e.g. a caller
+	// whose certificate names a cell); its error is answered like any other.
+	Authorize func(*http.Request) error
 }
 
 // withDefaults fills the zero fields of o.
@@ -96,6 +99,12 @@ func (a *api) serve(h handlerFunc) http.HandlerFunc {
 		if a.bbs == nil {
 			a.writeError(w, r, errNoClient)
 			return
+		}
+		if a.opts.Authorize != nil {
+			if err := a.opts.Authorize(r); err != nil {
+				a.writeError(w, r, err)
+				return
+			}
 		}
 		if err := h(w, r); err != nil {
 			a.writeError(w, r, err)

@@ -25,6 +25,7 @@ const (
 	ErrTypeLockCollision          ErrorType = "LockCollision"
 	ErrTypeResyncRequired         ErrorType = "ResyncRequired"
 	ErrTypeUnavailable            ErrorType = "Unavailable"
+	ErrTypeUnauthorized           ErrorType = "Unauthorized"
 	ErrTypeUnknown                ErrorType = "UnknownError"
 )
 
@@ -78,6 +79,8 @@ func (e *Error) Code() codes.Code {
 		return codes.OutOfRange
 	case ErrTypeUnavailable:
 		return codes.Unavailable
+	case ErrTypeUnauthorized:
+		return codes.PermissionDenied
 	default:
 		return codes.Unknown
 	}
@@ -131,6 +134,8 @@ func typeForCode(c codes.Code) ErrorType {
 		return ErrTypeResyncRequired
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return ErrTypeUnavailable
+	case codes.PermissionDenied, codes.Unauthenticated:
+		return ErrTypeUnauthorized
 	default:
 		return ErrTypeUnknown
 	}

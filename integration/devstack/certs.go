@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"path/filepath"
 
+	bbsconfig "drover.dev/bbs/config"
 	"drover.dev/lib/devcerts"
 	"drover.dev/lib/tlsconfig"
 )
@@ -34,8 +35,9 @@ func (c Certs) EnsureConverger() error {
 	return devcerts.EnsureCert(ca, c.Dir, "converger", ConvergerCommonName, componentHosts)
 }
 
-// EnsureCells writes the auctioneer's certificate and one per cell (common name the cell
-// id, so that a rep's certificate names its cell), all for server and client use.
+// EnsureCells writes the auctioneer's certificate and one per cell (common name
+// "cell:" and the cell id, so that the BBS knows a rep's certificate names its cell and
+// lets it act only for that cell), all for server and client use.
 func (c Certs) EnsureCells(cellIDs []string) error {
 	ca, err := devcerts.LoadOrCreateCA(c.Dir)
 	if err != nil {
@@ -45,7 +47,7 @@ func (c Certs) EnsureCells(cellIDs []string) error {
 		return err
 	}
 	for _, id := range cellIDs {
-		if err := devcerts.EnsureCert(ca, c.Dir, "rep-"+id, id, componentHosts); err != nil {
+		if err := devcerts.EnsureCert(ca, c.Dir, "rep-"+id, bbsconfig.DefaultCellIdentityPrefix+id, componentHosts); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"drover.dev/bbs/config"
 	"drover.dev/lib/devcerts"
 	"drover.dev/lib/proctest"
 	"drover.dev/lib/tlsconfig"
@@ -66,6 +67,19 @@ func (c certSet) server() tlsconfig.Files {
 func (c certSet) client(t *testing.T) *tls.Config {
 	t.Helper()
 	cfg, err := tlsconfig.Files{CAFile: c.path("ca.crt"), CertFile: c.path("client.crt"), KeyFile: c.path("client.key")}.Client()
+	require.NoError(t, err)
+	return cfg
+}
+
+// cell is a TLS configuration presenting a rep's certificate for cellID (common name
+// "cell:" + cellID, issued by the set's CA).
+func (c certSet) cell(t *testing.T, cellID string) *tls.Config {
+	t.Helper()
+	ca, err := devcerts.LoadOrCreateCA(c.dir)
+	require.NoError(t, err)
+	name := "rep-" + cellID
+	require.NoError(t, devcerts.EnsureCert(ca, c.dir, name, config.DefaultCellIdentityPrefix+cellID, []string{"127.0.0.1"}))
+	cfg, err := tlsconfig.Files{CAFile: c.path("ca.crt"), CertFile: c.path(name + ".crt"), KeyFile: c.path(name + ".key")}.Client()
 	require.NoError(t, err)
 	return cfg
 }

@@ -19,6 +19,7 @@ import (
 
 	"drover.dev/bbs/store/storetest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // bbsServices are the services the BBS registers and reports SERVING.
@@ -100,6 +101,34 @@ func TestBBSProcess(t *testing.T) {
 		domains, err := bbsv1.NewDomainServiceClient(conn).ListDomains(ctxT(t), &bbsv1.ListDomainsRequest{})
 		require.NoError(t, err)
 		require.Contains(t, domains.GetDomains(), "cf-apps")
+	})
+
+	t.Run("a rep's certificate acts only for its own cell", func(t *testing.T) {
+		cellTLS := certs.cell(t, "cell-1")
+		cellConn := dial(t, grpcAddr, cellTLS)
+		cells := bbsv1.NewCellServiceClient(cellConn)
+		presence := func(id string) *bbsv1.HeartbeatCellRequest {
+			return &bbsv1.HeartbeatCellRequest{TtlSeconds: 30, CellPresence: &modelsv1.CellPresence{
+				CellId: id, RepAddress: "127.0.0.1:1800", Zone: "z1",
+				Capacity: &modelsv1.CellCapacity{MemoryMb: 1024, DiskMb: 1024, Containers: 10}}}
+		}
+		_, err := cells.HeartbeatCell(ctxT(t), presence("cell-1"))
+		require.NoError(t, err)
+		_, err = cells.HeartbeatCell(ctxT(t), presence("cell-2"))
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		require.Contains(t, err.Error(), `the certificate of cell "cell-1" may not act for cell "cell-2"`)
+		_, err = bbsv1.NewDomainServiceClient(cellConn).UpsertDomain(ctxT(t), &bbsv1.UpsertDomainRequest{Domain: "d"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+		listed, err := cells.ListCells(ctxT(t), &bbsv1.ListCellsRequest{})
+		require.NoError(t, err, "reads are allowed")
+		require.Len(t, listed.GetCells(), 1, "the refused heartbeat changed nothing")
+
+		resp, err := httpsClient(cellTLS).Get("https://" + httpAddr + "/v1/cells")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, string(body))
+		require.Contains(t, string(body), "may not use the HTTP API")
 	})
 
 	for _, tt := range refused {

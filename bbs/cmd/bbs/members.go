@@ -53,6 +53,7 @@ type bbs struct {
 	serverTLS  *tls.Config
 	reps       server.RepClientFactory
 	auctioneer *grpc.ClientConn // nil without auctioneer_address
+	authz      server.CellAuthorizer
 
 	db  *store.Postgres
 	hub *events.Hub
@@ -71,6 +72,7 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 		return nil, err
 	}
 	b := &bbs{
+		authz:     server.CellAuthorizer{Prefix: cfg.CellIdentityPrefix},
 		cfg:       cfg,
 		logger:    logger,
 		level:     level,
@@ -199,8 +201,8 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 // outermost so that they see the final status, then validation and logging.
 func (b *bbs) newGRPCServer(tlsConfig *tls.Config) (*grpc.Server, *health.Server) {
 	srv, healthServer := grpcserver.NewServer(tlsConfig,
-		grpc.ChainUnaryInterceptor(b.metrics.UnaryInterceptor(), server.UnaryInterceptor(b.logger)),
-		grpc.ChainStreamInterceptor(b.metrics.StreamInterceptor(), server.StreamInterceptor(b.logger)),
+		grpc.ChainUnaryInterceptor(b.metrics.UnaryInterceptor(), server.UnaryInterceptor(b.logger), b.authz.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(b.metrics.StreamInterceptor(), server.StreamInterceptor(b.logger), b.authz.StreamInterceptor()),
 	)
 	b.api.Register(srv)
 	return srv, healthServer
@@ -240,6 +242,7 @@ func (b *bbs) runHTTPServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		Handler: httpapi.New(conn, httpapi.Options{
 			MaxBodyBytes: b.cfg.MaxRequestBodyBytes,
 			Logger:       b.logger,
+			Authorize:    b.authz.RefuseHTTP,
 		}),
 		TLSConfig:         b.serverTLS,
 		ReadHeaderTimeout: readHeaderTimeout,
