@@ -55,6 +55,9 @@ type Harmonizer struct {
 	// announced holds the guids of running instances whose replacement was already
 	// announced in their app log.
 	announced sync.Map
+	// reportedRunning holds the guids of containers whose RUNNING start the BBS has
+	// accepted once: later starts (the bulk sync's heartbeats) are logged at debug level.
+	reportedRunning sync.Map
 }
 
 // New makes a harmonizer; metrics may be nil. The logger should name the cell.
@@ -101,6 +104,7 @@ func (h *Harmonizer) deleteContainer(ctx context.Context, guid string, logger *s
 		logger.Error("failed-to-delete-container", "error", err.Error())
 		return
 	}
+	h.reportedRunning.Delete(guid)
 	logger.Info("deleted-container")
 }
 

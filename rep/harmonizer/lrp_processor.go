@@ -87,6 +87,10 @@ func (h *Harmonizer) lrpRunning(ctx context.Context, c executor.Container, key *
 	})
 	h.metrics.bbsCall("start-actual-lrp", err)
 	if err == nil {
+		if _, again := h.reportedRunning.LoadOrStore(c.Guid, true); again {
+			logger.Debug("started-actual-lrp")
+			return
+		}
 		logger.Info("started-actual-lrp")
 		return
 	}
