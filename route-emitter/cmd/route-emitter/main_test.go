@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"drover.dev/bbs/client"
+	"drover.dev/bbs/store/storetest"
+	"drover.dev/lib/devcerts"
+	"drover.dev/lib/proctest"
+	"drover.dev/lib/tlsconfig"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
+	"drover.dev/route-emitter/routingtable"
+)
+
+const (
+	waitTimeout = 30 * time.Second
+	pollEvery   = 20 * time.Millisecond
+)
+
+// binDir holds the binaries TestMain builds: the route-emitter and the BBS.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "route-emitter-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for pkg, name := range map[string]string{".": "route-emitter", "drover.dev/bbs/cmd/bbs": "bbs"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// realBBS starts the bbs binary on a fresh database (Postgres from scripts/postgres.sh
+// start) with dev certificates; it returns a client, the address and the cert files.
+func realBBS(t *testing.T) (*client.Client, string, func(string) tlsconfig.Files) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, devcerts.WriteDevCerts(dir))
+	ca, err := devcerts.LoadOrCreateCA(dir)
+	require.NoError(t, err)
+	require.NoError(t, devcerts.EnsureCert(ca, dir, "route-emitter", "route-emitter", []string{"127.0.0.1"}))
+	files := func(name string) tlsconfig.Files {
+		return tlsconfig.Files{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
+	}
+	addr := proctest.FreeAddress(t)
+	p := proctest.Start(t, "bbs", filepath.Join(binDir, "bbs"), "-config", proctest.WriteJSON(t, "bbs.json", map[string]any{
+		"grpc_address": addr, "http_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
+		"database_url": storetest.NewDatabase(t), "tls": files("bbs"),
+		"encryption_keys": map[string]string{"k1": "a passphrase for tests"}, "active_key_label": "k1",
+	}))
+	clientTLS, err := files("client").Client()
+	require.NoError(t, err)
+	c, err := client.New(addr, clientTLS)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.Eventually(t, func() bool {
+		select {
+		case <-p.Exited():
+			t.Fatalf("bbs exited: %v\n%s", p.Err(), p.Output())
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := c.ListDomains(ctx, &bbsv1.ListDomainsRequest{})
+		return err == nil
+	}, waitTimeout, pollEvery, "bbs answers")
+	return c, addr, files
+}
+
+// startNATS runs an embedded NATS server on an OS-chosen port.
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	go s.Start()
+	require.True(t, s.ReadyForConnections(waitTimeout))
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// TestRegistersARunningInstanceFromARealBBS: desire a routed LRP, claim and start its
+// instance through the BBS API, and see router.register with the right uri, host and
+// port on NATS, and the route in ListRoutes.
+func TestRegistersARunningInstanceFromARealBBS(t *testing.T) {
+	bbs, bbsAddr, files := realBBS(t)
+	ns := startNATS(t)
+	sub, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	t.Cleanup(sub.Close)
+	var mu sync.Mutex
+	var registers []routingtable.RegistryMessage
+	_, err = sub.Subscribe("router.register", func(m *nats.Msg) {
+		var r routingtable.RegistryMessage
+		if json.Unmarshal(m.Data, &r) == nil {
+			mu.Lock()
+			registers = append(registers, r)
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, err)
+	require.NoError(t, sub.Flush())
+
+	listen := proctest.FreeAddress(t)
+	p := proctest.Start(t, "route-emitter", filepath.Join(binDir, "route-emitter"), "-config", proctest.WriteJSON(t, "route-emitter.json", map[string]any{
+		"listen_address": listen, "debug_address": proctest.FreeAddress(t), "bbs_address": bbsAddr, "tls": files("route-emitter"),
+		"nats_addresses": []string{ns.ClientURL()}, "state_file": filepath.Join(t.TempDir(), "state.json"),
+		"lock_owner": "emitter-under-test", "lock_retry_interval": "100ms", "log_level": "debug",
+	}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, err = bbs.UpsertDomain(ctx, &bbsv1.UpsertDomainRequest{Domain: "cf-apps", TtlSeconds: 3600})
+	require.NoError(t, err)
+	routes, err := structpb.NewValue([]any{map[string]any{"hostnames": []any{"web.example.com"}, "port": float64(8080)}})
+	require.NoError(t, err)
+	_, err = bbs.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: &modelsv1.DesiredLRP{
+		ProcessGuid: "web", Domain: "cf-apps", Instances: 1, Rootfs: "preloaded:busybox", MemoryMb: 32, DiskMb: 32,
+		LogGuid: "web-log", Ports: []uint32{8080}, Routes: map[string]*structpb.Value{"cf-router": routes},
+		Action: &modelsv1.Action{Action: &modelsv1.Action_Run{Run: &modelsv1.RunAction{Path: "/bin/true", User: "root"}}},
+	}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(p.Output(), "route-emitter-started") }, waitTimeout, pollEvery, "started\n%s", p.Output())
+
+	ik := &modelsv1.ActualLRPInstanceKey{InstanceGuid: "ig-1", CellId: "cell-1"}
+	_, err = bbs.ClaimActualLRP(ctx, &bbsv1.ClaimActualLRPRequest{ProcessGuid: "web", Index: 0, ActualLrpInstanceKey: ik})
+	require.NoError(t, err)
+	_, err = bbs.StartActualLRP(ctx, &bbsv1.StartActualLRPRequest{
+		ActualLrpKey: &modelsv1.ActualLRPKey{ProcessGuid: "web", Index: 0, Domain: "cf-apps"}, ActualLrpInstanceKey: ik,
+		ActualLrpNetInfo: &modelsv1.ActualLRPNetInfo{Address: "10.1.2.3", Ports: []*modelsv1.PortMapping{{ContainerPort: 8080, HostPort: 61001}}},
+	})
+	require.NoError(t, err)
+
+	var got routingtable.RegistryMessage
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range registers {
+			if r.PrivateInstanceID == "ig-1" {
+				got = r
+				return true
+			}
+		}
+		return false
+	}, waitTimeout, pollEvery, "router.register for ig-1\n%s", p.Output())
+	assert.Equal(t, []string{"web.example.com"}, got.URIs)
+	assert.Equal(t, "10.1.2.3", got.Host)
+	assert.Equal(t, uint32(61001), got.Port)
+	assert.Equal(t, "web-log", got.App)
+
+	clientTLS, err := files("client").Client()
+	require.NoError(t, err)
+	conn, err := client.New(listen, clientTLS)
+	require.NoError(t, err)
+	defer conn.Close()
+	resp, err := routeemitterv1.NewRouteEmitterServiceClient(conn.Conn).ListRoutes(ctx, &routeemitterv1.ListRoutesRequest{})
+	require.NoError(t, err)
+	require.Len(t, resp.GetRoutes(), 1)
+	assert.Equal(t, "web.example.com", resp.GetRoutes()[0].GetHostname())
+	assert.True(t, resp.GetActive())
+	assert.Equal(t, "global", resp.GetMode())
+	assert.True(t, resp.GetNatsConnected())
+}

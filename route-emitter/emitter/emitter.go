@@ -1,0 +1,338 @@
+// Package emitter is the route-emitter's NATS side: it publishes router.register and
+// router.unregister, runs the router.greet / router.start handshake, re-registers the
+// whole table at the routers' interval (paced to a message rate), and re-sends
+// unregisters from the unregistration cache (reference/routing.md §1, §2.8).
+package emitter
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"drover.dev/lib/logging"
+	"drover.dev/route-emitter/metrics"
+	"drover.dev/route-emitter/routingtable"
+)
+
+// NATS subjects of the gorouter protocol.
+const (
+	SubjectGreet      = "router.greet"
+	SubjectStart      = "router.start"
+	SubjectRegister   = "router.register"
+	SubjectUnregister = "router.unregister"
+)
+
+// StartMessage is the body of router.start and of a greet reply.
+type StartMessage struct {
+	ID                               string   `json:"id,omitempty"`
+	Hosts                            []string `json:"hosts,omitempty"`
+	MinimumRegisterIntervalInSeconds int      `json:"minimumRegisterIntervalInSeconds"`
+	PruneThresholdInSeconds          int      `json:"pruneThresholdInSeconds"`
+}
+
+// Options configure an Emitter.
+type Options struct {
+	// Addresses are NATS URLs (nats://host:port).
+	Addresses          []string
+	Username, Password string
+	// TLS, when set, is used for the NATS connection.
+	TLS *tls.Config
+	// RegisterInterval is the re-registration period until a router tells its own.
+	RegisterInterval time.Duration
+	GreetInterval    time.Duration
+	JitterFactor     float64
+	// MaxMessagesPerSecond caps a full re-registration.
+	MaxMessagesPerSecond    int
+	UnregistrationInterval  time.Duration
+	UnregistrationSendCount int
+	Logger                  *slog.Logger
+	Metrics                 *metrics.Metrics
+	// Clock paces re-registrations (default: the real clock).
+	Clock Clock
+}
+
+// Source returns every registration to re-broadcast (nil while the emitter is standby).
+type Source func() []routingtable.RegistryMessage
+
+// Emitter publishes to the routers. Emit may be called from any goroutine.
+type Emitter struct {
+	opts    Options
+	log     *slog.Logger
+	conn    atomic.Pointer[nats.Conn]
+	cache   *unregistrationCache
+	source  atomic.Pointer[Source]
+	routerS atomic.Int32 // register interval seconds a router asked for (0: none yet)
+
+	starts       chan StartMessage
+	replies      chan StartMessage
+	reconnects   chan struct{}
+	broadcasts   chan struct{}
+	broadcasting atomic.Bool
+	stopping     atomic.Bool
+	wg           sync.WaitGroup
+}
+
+// New returns an emitter; Run connects it.
+func New(opts Options) *Emitter {
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	return &Emitter{
+		opts:       opts,
+		log:        logging.OrDiscard(opts.Logger).With("component", "emitter"),
+		cache:      newUnregistrationCache(opts.UnregistrationSendCount),
+		starts:     make(chan StartMessage, 16),
+		replies:    make(chan StartMessage, 16),
+		reconnects: make(chan struct{}, 1),
+		broadcasts: make(chan struct{}, 1),
+	}
+}
+
+// SetSource sets what periodic re-registrations publish (nil: nothing).
+func (e *Emitter) SetSource(s Source) {
+	if s == nil {
+		e.source.Store(nil)
+		return
+	}
+	e.source.Store(&s)
+}
+
+// RegisterIntervalSeconds is the interval the routers asked for (0 before any answered).
+func (e *Emitter) RegisterIntervalSeconds() int32 { return e.routerS.Load() }
+
+// Connected reports whether the NATS connection is up.
+func (e *Emitter) Connected() bool {
+	c := e.conn.Load()
+	return c != nil && c.IsConnected()
+}
+
+// RequestBroadcast asks for a re-registration of everything (dropped if one is queued).
+func (e *Emitter) RequestBroadcast() {
+	select {
+	case e.broadcasts <- struct{}{}:
+	default:
+	}
+}
+
+// Emit publishes m at once: registrations cancel matching cached unregisters,
+// unregistrations are published and cached for re-sending.
+func (e *Emitter) Emit(m routingtable.Messages) {
+	if m.Empty() {
+		return
+	}
+	now := time.Now()
+	e.cache.cancel(m.Registrations)
+	for _, r := range m.Registrations {
+		e.publish(SubjectRegister, r)
+		e.opts.Metrics.RegistrationLatency(r.EndpointUpdatedAtNs, now)
+	}
+	for _, u := range m.Unregistrations {
+		e.publish(SubjectUnregister, u)
+	}
+	e.cache.add(m.Unregistrations)
+	e.opts.Metrics.Published(len(m.Registrations), len(m.Unregistrations))
+	e.opts.Metrics.AddressCollisions(m.AddressCollisions)
+	e.log.Debug("emitted", "registrations", len(m.Registrations), "unregistrations", len(m.Unregistrations))
+}
+
+// publish sends one message (one URI each, as upstream).
+func (e *Emitter) publish(subject string, m routingtable.RegistryMessage) {
+	conn := e.conn.Load()
+	if conn == nil {
+		e.log.Error("publish-before-connect", "subject", subject)
+		return
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		e.log.Error("marshal-failed", "error", err.Error())
+		return
+	}
+	if err := conn.Publish(subject, data); err != nil {
+		e.log.Error("publish-failed", "subject", subject, "error", err.Error())
+	}
+}
+
+// connect opens the connection; it retries forever in the background when NATS is down.
+func (e *Emitter) connect() (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("route-emitter"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.PingInterval(20 * time.Second),
+		nats.ConnectHandler(func(*nats.Conn) {
+			e.log.Info("nats-connected")
+			e.opts.Metrics.NATSConnected(true)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			e.log.Error("nats-disconnected", "error", errString(err))
+			e.opts.Metrics.NATSConnected(false)
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			e.log.Info("nats-reconnected")
+			e.opts.Metrics.NATSConnected(true)
+			select {
+			case e.reconnects <- struct{}{}:
+			default:
+			}
+		}),
+	}
+	if e.opts.Username != "" {
+		opts = append(opts, nats.UserInfo(e.opts.Username, e.opts.Password))
+	}
+	if e.opts.TLS != nil {
+		opts = append(opts, nats.Secure(e.opts.TLS))
+	}
+	return nats.Connect(strings.Join(e.opts.Addresses, ","), opts...)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// Run connects (ready at once, retrying in the background), greets every greet
+// interval until a router answers, follows router.start, re-registers everything
+// every interval and re-sends cached unregisters. It never fails because no router
+// answers or NATS is down; a signal closes the connection.
+func (e *Emitter) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
+	conn, err := e.connect()
+	if err != nil {
+		return err
+	}
+	e.conn.Store(conn)
+	defer func() {
+		e.stopping.Store(true)
+		e.wg.Wait()
+		_ = conn.Flush()
+		conn.Close()
+		e.opts.Metrics.NATSConnected(false)
+	}()
+	inbox := nats.NewInbox()
+	if _, err := conn.Subscribe(inbox, e.forward(e.replies)); err != nil {
+		return err
+	}
+	if _, err := conn.Subscribe(SubjectStart, e.forward(e.starts)); err != nil {
+		return err
+	}
+	// Best effort: when NATS is up, the subscriptions are in place once ready.
+	_ = conn.FlushTimeout(time.Second)
+	close(ready)
+
+	interval := e.opts.RegisterInterval
+	register := time.NewTimer(interval)
+	defer register.Stop()
+	greet := time.NewTicker(e.opts.GreetInterval)
+	defer greet.Stop()
+	unregister := time.NewTicker(e.opts.UnregistrationInterval)
+	defer unregister.Stop()
+	var jitter <-chan time.Time
+	answered := false
+	e.greet(conn, inbox)
+
+	for {
+		select {
+		case <-signals:
+			return nil
+		case <-greet.C:
+			if !answered {
+				e.greet(conn, inbox)
+			}
+		case m := <-e.replies:
+			answered = true
+			interval = e.setInterval(m, interval)
+			register.Reset(interval)
+		case m := <-e.starts:
+			answered = true
+			interval = e.setInterval(m, interval)
+			d := time.Duration(rand.Float64() * e.opts.JitterFactor * float64(interval))
+			e.log.Info("router-start", "id", m.ID, "interval", interval.String(), "jitter", d.String())
+			jitter = time.After(d)
+		case <-jitter:
+			jitter = nil
+			e.broadcast()
+			register.Reset(interval)
+		case <-register.C:
+			e.broadcast()
+			register.Reset(interval)
+		case <-e.reconnects:
+			e.broadcast()
+			if !answered {
+				e.greet(conn, inbox)
+			}
+		case <-e.broadcasts:
+			e.broadcast()
+		case <-unregister.C:
+			for _, u := range e.cache.due() {
+				e.publish(SubjectUnregister, u)
+				e.opts.Metrics.Published(0, 1)
+			}
+		}
+	}
+}
+
+// forward decodes a start message onto ch.
+func (e *Emitter) forward(ch chan<- StartMessage) nats.MsgHandler {
+	return func(msg *nats.Msg) {
+		if len(msg.Data) == 0 {
+			return // a "no responders" status on the greet inbox: nobody is listening yet
+		}
+		var m StartMessage
+		if err := json.Unmarshal(msg.Data, &m); err != nil {
+			e.log.Error("invalid-start-message", "subject", msg.Subject, "error", err.Error())
+			return
+		}
+		select {
+		case ch <- m:
+		default:
+		}
+	}
+}
+
+// greet asks the routers for their interval.
+func (e *Emitter) greet(conn *nats.Conn, inbox string) {
+	if err := conn.PublishRequest(SubjectGreet, inbox, nil); err != nil {
+		e.log.Error("greet-failed", "error", err.Error())
+	}
+}
+
+// setInterval takes the router's interval (the last one wins), keeping current when
+// the message carries none.
+func (e *Emitter) setInterval(m StartMessage, current time.Duration) time.Duration {
+	if m.MinimumRegisterIntervalInSeconds <= 0 {
+		return current
+	}
+	e.routerS.Store(int32(m.MinimumRegisterIntervalInSeconds))
+	return time.Duration(m.MinimumRegisterIntervalInSeconds) * time.Second
+}
+
+// broadcast re-registers everything in the background, paced to the message rate; a
+// broadcast still running makes this one a no-op.
+func (e *Emitter) broadcast() {
+	p := e.source.Load()
+	if p == nil || !e.broadcasting.CompareAndSwap(false, true) {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer e.broadcasting.Store(false)
+		msgs := (*p)()
+		e.cache.cancel(msgs)
+		pace(len(msgs), e.opts.MaxMessagesPerSecond, e.opts.Clock, func(i int) {
+			e.publish(SubjectRegister, msgs[i])
+		}, e.stopping.Load)
+		e.opts.Metrics.Published(len(msgs), 0)
+		e.log.Info("re-registered", "registrations", len(msgs))
+	}()
+}

@@ -1,0 +1,266 @@
+package routingtable
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// TestApplyEvent: each case applies setup events, then one event, and checks the
+// messages of that last event.
+func TestApplyEvent(t *testing.T) {
+	d1 := desiredLRP(t, 2, 1, route(8080, "a.example.com"))
+	a0, a1 := actualLRP(0, ordinary, 1), actualLRP(1, ordinary, 1)
+	reg := func(uri string, index int32, updated int64) brief {
+		return brief{uri, "10.0.0.1", 61000 + uint32(index), instanceGUID(index), updated}
+	}
+	none := []brief{}
+	cases := []struct {
+		name      string
+		setup     []*modelsv1.Event
+		event     *modelsv1.Event
+		reg, unrg []brief
+	}{
+		{"desired without instances registers nothing", nil, ev(d1), none, none},
+		{"running instance registers with its since", []*modelsv1.Event{ev(d1)}, ev(a0), []brief{reg("a.example.com", 0, 1000)}, none},
+		{"instance before desired registers once the desired comes, without since",
+			[]*modelsv1.Event{ev(a0)}, ev(d1), []brief{reg("a.example.com", 0, 0)}, none},
+		{"claimed instance registers nothing", []*modelsv1.Event{ev(d1)},
+			ev(with(a0, func(a *modelsv1.ActualLRP) { a.State = claimed })), none, none},
+		{"unroutable instance registers nothing", []*modelsv1.Event{ev(d1)},
+			ev(with(a0, func(a *modelsv1.ActualLRP) { a.Routable = false })), none, none},
+		{"instance without a mapping for the route's port registers nothing", []*modelsv1.Event{ev(d1)},
+			ev(with(a0, func(a *modelsv1.ActualLRP) {
+				a.NetInfo = &modelsv1.ActualLRPNetInfo{Address: "10.0.0.1", Ports: []*modelsv1.PortMapping{{ContainerPort: 9090, HostPort: 1}}}
+			})), none, none},
+		{"claimed to running registers", []*modelsv1.Event{ev(d1), ev(with(a0, func(a *modelsv1.ActualLRP) { a.State = claimed }))},
+			actualChanged(with(a0, func(a *modelsv1.ActualLRP) { a.State = claimed }), with(a0, func(a *modelsv1.ActualLRP) {
+				a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 2}
+			})), []brief{reg("a.example.com", 0, 1000)}, none},
+		{"running to crashed unregisters", []*modelsv1.Event{ev(d1), ev(a0)},
+			actualChanged(a0, with(a0, func(a *modelsv1.ActualLRP) {
+				a.State = modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CRASHED
+				a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 2}
+			})), none, []brief{reg("a.example.com", 0, 0)}},
+		{"running turned unroutable unregisters", []*modelsv1.Event{ev(d1), ev(a0)},
+			actualChanged(a0, with(a0, func(a *modelsv1.ActualLRP) {
+				a.Routable = false
+				a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 2}
+			})), none, []brief{reg("a.example.com", 0, 0)}},
+		{"an older actual change is ignored", []*modelsv1.Event{ev(d1), ev(with(a0, func(a *modelsv1.ActualLRP) {
+			a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 5}
+		}))}, actualChanged(a0, with(a0, func(a *modelsv1.ActualLRP) {
+			a.State = modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CRASHED
+			a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 3}
+		})), none, none},
+		{"removed running instance unregisters", []*modelsv1.Event{ev(d1), ev(a0), ev(a1)}, actualRemoved(a1), none, []brief{reg("a.example.com", 1, 0)}},
+		{"removing an unknown instance changes nothing", []*modelsv1.Event{ev(d1)}, actualRemoved(a1), none, none},
+		{"a hostname added registers every endpoint for it only, without since", []*modelsv1.Event{ev(d1), ev(a0), ev(a1)},
+			desiredChanged(d1, desiredLRP(t, 2, 2, route(8080, "a.example.com", "b.example.com"))),
+			[]brief{reg("b.example.com", 0, 0), reg("b.example.com", 1, 0)}, none},
+		{"a hostname replaced registers the new and unregisters the old", []*modelsv1.Event{ev(d1), ev(a0)},
+			desiredChanged(d1, desiredLRP(t, 2, 2, route(8080, "b.example.com"))),
+			[]brief{reg("b.example.com", 0, 0)}, []brief{reg("a.example.com", 0, 0)}},
+		{"an older desired change is ignored", []*modelsv1.Event{ev(desiredLRP(t, 2, 5, route(8080, "a.example.com"))), ev(a0)},
+			desiredChanged(d1, desiredLRP(t, 2, 3, route(8080, "b.example.com"))), none, none},
+		{"scale down unregisters indices at or above the new count at once", []*modelsv1.Event{ev(d1), ev(a0), ev(a1)},
+			desiredChanged(d1, desiredLRP(t, 1, 2, route(8080, "a.example.com"))), none, []brief{reg("a.example.com", 1, 0)}},
+		{"an instance above the desired count stays unregistered",
+			[]*modelsv1.Event{ev(d1), ev(a0), desiredChanged(d1, desiredLRP(t, 1, 2, route(8080, "a.example.com")))},
+			ev(a1), none, none},
+		{"desired removed unregisters all", []*modelsv1.Event{ev(d1), ev(a0), ev(a1)}, desiredRemoved(d1),
+			none, []brief{reg("a.example.com", 0, 0), reg("a.example.com", 1, 0)}},
+		{"an evacuating copy at the same address registers and keeps the address",
+			[]*modelsv1.Event{ev(d1), ev(a0)}, ev(with(a0, func(a *modelsv1.ActualLRP) { a.Presence = evacuating })),
+			[]brief{reg("a.example.com", 0, 1000)}, none},
+		{"ordinary to evacuating at the same address never unregisters the address",
+			[]*modelsv1.Event{ev(d1), ev(a0)}, actualChanged(a0, with(a0, func(a *modelsv1.ActualLRP) {
+				a.Presence = evacuating
+				a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 2}
+			})), []brief{reg("a.example.com", 0, 1000)}, none},
+		{"the evacuating copy removed while the ordinary moved keeps nothing at the old address",
+			[]*modelsv1.Event{ev(d1), ev(with(a0, func(a *modelsv1.ActualLRP) { a.Presence = evacuating }))},
+			actualRemoved(with(a0, func(a *modelsv1.ActualLRP) { a.Presence = evacuating })), none, []brief{reg("a.example.com", 0, 0)}},
+		{"a suspect instance serves", []*modelsv1.Event{ev(d1)}, ev(with(a0, func(a *modelsv1.ActualLRP) { a.Presence = suspect })),
+			[]brief{reg("a.example.com", 0, 1000)}, none},
+		{"a replayed event changes nothing", []*modelsv1.Event{ev(d1), ev(a0)}, ev(a0), none, none},
+		{"task events change nothing", []*modelsv1.Event{ev(d1)}, &modelsv1.Event{Payload: &modelsv1.Event_TaskCreated{TaskCreated: &modelsv1.TaskCreatedEvent{}}}, none, none},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			table := New()
+			for _, e := range c.setup {
+				_, err := table.ApplyEvent(e)
+				require.NoError(t, err)
+			}
+			msgs, err := table.ApplyEvent(c.event)
+			require.NoError(t, err)
+			assert.Equal(t, c.reg, briefs(msgs.Registrations), "registrations")
+			assert.Equal(t, c.unrg, briefs(msgs.Unregistrations), "unregistrations")
+		})
+	}
+}
+
+// TestRouteOptionsChangeReRegisters: unlike upstream (#1154) a change of only a route's
+// options re-registers with the new options and unregisters nothing.
+func TestRouteOptionsChangeReRegisters(t *testing.T) {
+	table := New()
+	d1 := desiredLRP(t, 1, 1, route(8080, "a.example.com"))
+	withOpts := route(8080, "a.example.com")
+	withOpts["options"] = map[string]any{"loadbalancing": "least-connection"}
+	table.ApplyEvent(ev(d1))
+	table.ApplyEvent(ev(actualLRP(0, ordinary, 1)))
+	msgs, err := table.ApplyEvent(desiredChanged(d1, desiredLRP(t, 1, 2, withOpts)))
+	require.NoError(t, err)
+	require.Len(t, msgs.Registrations, 1)
+	assert.JSONEq(t, `{"loadbalancing":"least-connection"}`, string(msgs.Registrations[0].Options))
+	assert.Empty(t, msgs.Unregistrations)
+}
+
+func TestMetricTagsAndFieldsOfARegistration(t *testing.T) {
+	table := New()
+	d := desiredLRP(t, 1, 1, map[string]any{"hostnames": []any{"a.example.com"}, "port": float64(8080),
+		"route_service_url": "https://rs.example.com", "isolation_segment": "iso", "protocol": "http2"})
+	d.MetricTags = map[string]*modelsv1.MetricTagValue{
+		"source_id": {Static: "app-guid"},
+		"index":     {Dynamic: modelsv1.MetricTagValue_DYNAMIC_INDEX},
+		"instance":  {Dynamic: modelsv1.MetricTagValue_DYNAMIC_INSTANCE_GUID},
+	}
+	table.ApplyEvent(ev(d))
+	a := actualLRP(0, ordinary, 1)
+	a.AvailabilityZone = "z1"
+	a.NetInfo.Ports[0].HostTlsProxyPort = 61443
+	msgs, _ := table.ApplyEvent(ev(a))
+	require.Len(t, msgs.Registrations, 1)
+	assert.Equal(t, RegistryMessage{
+		Host: "10.0.0.1", Port: 61000, TLSPort: 61443, URIs: []string{"a.example.com"}, App: "app-guid",
+		RouteServiceURL: "https://rs.example.com", PrivateInstanceID: "ig-a", PrivateInstanceIndex: "0",
+		ServerCertDomainSAN: "ig-a", IsolationSegment: "iso", EndpointUpdatedAtNs: 1000,
+		Tags:             map[string]string{"component": "route-emitter", "source_id": "app-guid", "index": "0", "instance": "ig-a"},
+		AvailabilityZone: "z1", Protocol: "http2",
+	}, msgs.Registrations[0])
+}
+
+func TestPreferredInstanceAddressUsesContainerAddressAndPorts(t *testing.T) {
+	table := New()
+	table.ApplyEvent(ev(desiredLRP(t, 1, 1, route(8080, "a.example.com"))))
+	a := actualLRP(0, ordinary, 1)
+	a.NetInfo.InstanceAddress = "172.16.0.5"
+	a.NetInfo.PreferredAddress = modelsv1.PreferredAddress_PREFERRED_ADDRESS_INSTANCE
+	a.NetInfo.Ports[0].ContainerTlsProxyPort = 61001
+	msgs, _ := table.ApplyEvent(ev(a))
+	require.Len(t, msgs.Registrations, 1)
+	m := msgs.Registrations[0]
+	assert.Equal(t, []any{"172.16.0.5", uint32(8080), uint32(61001)}, []any{m.Host, m.Port, m.TLSPort})
+}
+
+func TestAddressCollisionIsCounted(t *testing.T) {
+	table := New()
+	table.ApplyEvent(ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))))
+	table.ApplyEvent(ev(actualLRP(0, ordinary, 1)))
+	// Index 1 claims index 0's host:port.
+	msgs, _ := table.ApplyEvent(ev(with(actualLRP(1, ordinary, 1), func(a *modelsv1.ActualLRP) {
+		a.NetInfo = actualLRP(0, ordinary, 1).NetInfo
+	})))
+	assert.Equal(t, 1, msgs.AddressCollisions)
+}
+
+func TestMalformedRoutesAreReported(t *testing.T) {
+	table := New()
+	d := desiredLRP(t, 1, 1, route(8080, "a.example.com"), map[string]any{"hostnames": []any{"b"}})
+	_, err := table.ApplyEvent(ev(d))
+	require.ErrorContains(t, err, "routes.cf-router[1].port: is required")
+	assert.Len(t, table.Routes(Filter{}), 1, "the good route is kept")
+}
+
+func TestSync(t *testing.T) {
+	info := func(domain string, idx uint32, hosts ...string) *modelsv1.DesiredLRPRoutingInfo {
+		d := desiredLRP(t, 2, idx, route(8080, hosts...))
+		return &modelsv1.DesiredLRPRoutingInfo{ProcessGuid: d.ProcessGuid, Domain: domain, LogGuid: d.LogGuid,
+			Instances: d.Instances, Routes: d.Routes, ModificationTag: d.ModificationTag}
+	}
+	a0, a1 := actualLRP(0, ordinary, 1), actualLRP(1, ordinary, 1)
+	reg := func(uri string, index int32, updated int64) brief {
+		return brief{uri, "10.0.0.1", 61000 + uint32(index), instanceGUID(index), updated}
+	}
+	none := []brief{}
+	cases := []struct {
+		name      string
+		setup     []*modelsv1.Event
+		snapshot  Snapshot
+		reg, unrg []brief
+	}{
+		{"empty table registers everything, new endpoints with since",
+			nil, Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info("cf-apps", 1, "a.example.com")},
+				Actuals: []*modelsv1.ActualLRP{a0, a1}, FreshDomains: []string{"cf-apps"}},
+			[]brief{reg("a.example.com", 0, 1000), reg("a.example.com", 1, 1001)}, none},
+		{"unchanged table sends nothing", []*modelsv1.Event{ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))), ev(a0)},
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info("cf-apps", 1, "a.example.com")},
+				Actuals: []*modelsv1.ActualLRP{a0}, FreshDomains: []string{"cf-apps"}}, none, none},
+		{"a missed removal unregisters", []*modelsv1.Event{ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))), ev(a0), ev(a1)},
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info("cf-apps", 1, "a.example.com")},
+				Actuals: []*modelsv1.ActualLRP{a0}, FreshDomains: []string{"cf-apps"}}, none, []brief{reg("a.example.com", 1, 0)}},
+		{"a vanished desired in a fresh domain unregisters", []*modelsv1.Event{ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))), ev(a0)},
+			Snapshot{Actuals: []*modelsv1.ActualLRP{a0}, FreshDomains: []string{"cf-apps"}}, none, []brief{reg("a.example.com", 0, 0)}},
+		{"a vanished desired in a stale domain keeps its routes", []*modelsv1.Event{ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))), ev(a0)},
+			Snapshot{Actuals: []*modelsv1.ActualLRP{a0}}, none, none},
+		{"a dropped hostname in a stale domain is kept, an added one registers",
+			[]*modelsv1.Event{ev(desiredLRP(t, 2, 1, route(8080, "a.example.com"))), ev(a0)},
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info("cf-apps", 2, "b.example.com")}, Actuals: []*modelsv1.ActualLRP{a0}},
+			[]brief{reg("b.example.com", 0, 0)}, none},
+		{"events during the sync are replayed onto the fresh table", nil,
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info("cf-apps", 1, "a.example.com")},
+				Actuals: []*modelsv1.ActualLRP{a0, a1}, FreshDomains: []string{"cf-apps"}, Events: []*modelsv1.Event{actualRemoved(a1)}},
+			[]brief{reg("a.example.com", 0, 1000)}, none},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			table := New()
+			for _, e := range c.setup {
+				table.ApplyEvent(e)
+			}
+			msgs, err := table.Sync(c.snapshot)
+			require.NoError(t, err)
+			assert.Equal(t, c.reg, briefs(msgs.Registrations), "registrations")
+			assert.Equal(t, c.unrg, briefs(msgs.Unregistrations), "unregistrations")
+			again, err := table.Sync(c.snapshot)
+			require.NoError(t, err)
+			assert.True(t, again.Empty() || len(c.snapshot.FreshDomains) == 0, "a second identical sync sends nothing: %+v", again)
+		})
+	}
+}
+
+func TestSaveAndLoadRoundTrip(t *testing.T) {
+	table := New()
+	table.ApplyEvent(ev(desiredLRP(t, 2, 1, route(8080, "a.example.com", "b.example.com"))))
+	table.ApplyEvent(ev(actualLRP(0, ordinary, 1)))
+	table.ApplyEvent(ev(actualLRP(1, evacuating, 1)))
+	data, err := json.Marshal(table)
+	require.NoError(t, err)
+
+	loaded := New()
+	require.NoError(t, json.Unmarshal(data, loaded))
+	assert.Equal(t, table.Registrations(), loaded.Registrations())
+	assert.Equal(t, table.Routes(Filter{}), loaded.Routes(Filter{}))
+	msgs, _ := loaded.ApplyEvent(actualRemoved(actualLRP(0, ordinary, 1)))
+	assert.Len(t, msgs.Unregistrations, 2, "the loaded table knows what it registered")
+}
+
+func TestRoutesViewIsFilteredAndSorted(t *testing.T) {
+	table := New()
+	table.ApplyEvent(ev(desiredLRP(t, 2, 1, route(8080, "b.example.com", "a.example.com"))))
+	table.ApplyEvent(ev(actualLRP(1, ordinary, 1)))
+	table.ApplyEvent(ev(actualLRP(0, ordinary, 1)))
+	routes := table.Routes(Filter{})
+	require.Len(t, routes, 2)
+	assert.Equal(t, "a.example.com", routes[0].Hostname)
+	require.Len(t, routes[0].Endpoints, 2)
+	assert.Equal(t, int32(0), routes[0].Endpoints[0].Index)
+	assert.Len(t, table.Routes(Filter{Hostname: "b.example.com"}), 1)
+	assert.Empty(t, table.Routes(Filter{ProcessGUID: "other"}))
+	assert.Equal(t, 4, table.RouteCount())
+}

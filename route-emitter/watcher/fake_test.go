@@ -1,0 +1,144 @@
+package watcher
+
+import (
+	"context"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	"drover.dev/route-emitter/emitter"
+	"drover.dev/route-emitter/routingtable"
+)
+
+// fakeBBS serves a fixed snapshot and an event log; a cursor below oldest is OUT_OF_RANGE.
+type fakeBBS struct {
+	mu         sync.Mutex
+	desired    []*modelsv1.DesiredLRPRoutingInfo
+	actuals    []*modelsv1.ActualLRP
+	events     []*modelsv1.Event // sequences ascending
+	oldest     uint64
+	subscribes []*bbsv1.SubscribeRequest
+	syncs      int
+	wake       chan struct{}
+}
+
+func newFakeBBS() *fakeBBS { return &fakeBBS{wake: make(chan struct{})} }
+
+func (f *fakeBBS) publish(e *modelsv1.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e.Sequence = uint64(len(f.events)) + 1
+	f.events = append(f.events, e)
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+func (f *fakeBBS) subscribeRequests() []*bbsv1.SubscribeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*bbsv1.SubscribeRequest(nil), f.subscribes...)
+}
+
+func (f *fakeBBS) syncCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncs
+}
+
+func (f *fakeBBS) Subscribe(ctx context.Context, in *bbsv1.SubscribeRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.SubscribeResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subscribes = append(f.subscribes, in)
+	cursor := uint64(len(f.events))
+	if in.AfterSequence != nil {
+		if *in.AfterSequence < f.oldest {
+			return nil, status.Error(codes.OutOfRange, "resync required")
+		}
+		cursor = *in.AfterSequence
+	}
+	return &eventStream{ctx: ctx, f: f, cursor: cursor}, nil
+}
+
+type eventStream struct {
+	grpc.ClientStream
+	ctx    context.Context
+	f      *fakeBBS
+	cursor uint64
+}
+
+func (s *eventStream) Recv() (*bbsv1.SubscribeResponse, error) {
+	for {
+		s.f.mu.Lock()
+		wake := s.f.wake
+		if int(s.cursor) < len(s.f.events) {
+			e := s.f.events[s.cursor]
+			s.cursor++
+			s.f.mu.Unlock()
+			return &bbsv1.SubscribeResponse{Event: e}, nil
+		}
+		s.f.mu.Unlock()
+		select {
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+func (f *fakeBBS) ListActualLRPs(context.Context, *bbsv1.ListActualLRPsRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.ListActualLRPsResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.syncs++
+	return &actualStream{resp: &bbsv1.ListActualLRPsResponse{ActualLrps: append([]*modelsv1.ActualLRP(nil), f.actuals...)}}, nil
+}
+
+type actualStream struct {
+	grpc.ClientStream
+	resp *bbsv1.ListActualLRPsResponse
+}
+
+func (s *actualStream) Recv() (*bbsv1.ListActualLRPsResponse, error) {
+	if s.resp == nil {
+		return nil, io.EOF
+	}
+	r := s.resp
+	s.resp = nil
+	return r, nil
+}
+
+func (f *fakeBBS) ListDesiredLRPRoutingInfos(context.Context, *bbsv1.ListDesiredLRPRoutingInfosRequest, ...grpc.CallOption) (*bbsv1.ListDesiredLRPRoutingInfosResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &bbsv1.ListDesiredLRPRoutingInfosResponse{RoutingInfos: f.desired}, nil
+}
+
+func (f *fakeBBS) ListDomains(context.Context, *bbsv1.ListDomainsRequest, ...grpc.CallOption) (*bbsv1.ListDomainsResponse, error) {
+	return &bbsv1.ListDomainsResponse{Domains: []string{"cf-apps"}}, nil
+}
+
+// fakeEmitter records what the watcher emits.
+type fakeEmitter struct {
+	mu    sync.Mutex
+	reg   []routingtable.RegistryMessage
+	unreg []routingtable.RegistryMessage
+}
+
+func (e *fakeEmitter) Emit(m routingtable.Messages) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reg = append(e.reg, m.Registrations...)
+	e.unreg = append(e.unreg, m.Unregistrations...)
+}
+func (e *fakeEmitter) RequestBroadcast()        {}
+func (e *fakeEmitter) SetSource(emitter.Source) {}
+
+func (e *fakeEmitter) counts() (int, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.reg), len(e.unreg)
+}
