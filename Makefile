@@ -9,7 +9,7 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells bench-converge
+.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells bench-converge bench-routing
 
 help:
 	@echo "make up [CELLS=N]       install what is missing, start Postgres, BBS, containerd, auctioneer and N reps (.drover/)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
 	@echo "make bench-converge     a full convergence pass over 100,000 ActualLRPs (snapshot, plan, apply)"
+	@echo "make bench-routing      50,000 routes registered; RUNNING-to-registered latency"
 	@echo "make build              build bbs, droverctl and devstack into bin/"
 	@echo "make proto              regenerate proto/gen with buf"
 	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
@@ -37,12 +38,14 @@ up: deps
 # When devstack itself cannot be built, fall back to the pid files and postgres.sh.
 down:
 	@$(DEVSTACK) down || { \
-	  echo "devstack down failed: stopping converger, reps, auctioneer and BBS by their pid files" >&2; \
-	  for f in $${DROVER_HOME:-.drover}/converger/converger.pid $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
+	  echo "devstack down failed: stopping route-emitter, router, converger, reps, auctioneer and BBS by their pid files" >&2; \
+	  for f in $${DROVER_HOME:-.drover}/route-emitter/route-emitter.pid $${DROVER_HOME:-.drover}/router/standin-router.pid \
+	           $${DROVER_HOME:-.drover}/converger/converger.pid $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
 	           $${DROVER_HOME:-.drover}/bbs-*/bbs.pid; do \
 	    [ -f "$$f" ] || continue; pid=$$(cat "$$f"); name=$$(basename "$$f" .pid); \
 	    grep -qa "$$name" /proc/$$pid/cmdline 2>/dev/null && kill -9 $$pid; rm -f "$$f"; \
 	  done; \
+	  scripts/nats.sh stop; \
 	  scripts/containerd.sh stop; \
 	  scripts/postgres.sh stop; }
 
@@ -76,7 +79,8 @@ lint:
 build:
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack \
-	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger
+	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger \
+	  ./route-emitter/cmd/route-emitter ./integration/cmd/standin-router
 
 bench:
 	scripts/postgres.sh start >/dev/null
@@ -92,3 +96,7 @@ bench-converge:
 	scripts/postgres.sh start >/dev/null
 	go test -run '^$$' -bench 'Plan100k' ./converger/plan/
 	go test -run '^$$' -bench ConvergencePass -benchtime 1x -timeout 20m ./integration/bench/
+
+bench-routing:
+	scripts/postgres.sh start >/dev/null
+	go test -run '^$$' -bench RoutingRegistration -benchtime 1x -timeout 20m ./integration/bench/

@@ -40,7 +40,7 @@ const (
 func commands() []*command {
 	return []*command{
 		desiredLRPsCommand(), desiredLRPCommand(), desireCommand(), scaleCommand(), deleteCommand(),
-		actualLRPsCommand(), killCommand(), logsCommand(),
+		actualLRPsCommand(), killCommand(), logsCommand(), routesCommand(),
 		tasksCommand(), cellsCommand(), cellStatesCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
 		eventsCommand(),
 		convergerStatusCommand(), convergerPauseCommand(), convergerResumeCommand(),

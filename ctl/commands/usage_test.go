@@ -104,7 +104,7 @@ func TestFamilyHelp(t *testing.T) {
 func TestHelp(t *testing.T) {
 	env := commands.Env{}
 	allCommands := []string{"domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
-		"delete", "actual-lrps", "kill", "logs", "tasks", "cells", "cell-states", "events", "locks",
+		"delete", "actual-lrps", "kill", "logs", "routes", "tasks", "cells", "cell-states", "events", "locks",
 		"converger status", "converger pause", "converger resume", "cell cordon", "cell uncordon", "evacuate"}
 
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {

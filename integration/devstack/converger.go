@@ -112,16 +112,22 @@ func (c *Converger) lockOwner(ctx context.Context) (string, error) {
 
 // loggedStarted reports whether stdout.log holds converger-started after logStart.
 func (c *Converger) loggedStarted() bool {
-	f, err := os.Open(c.StdoutPath())
+	return loggedSince(c.StdoutPath(), c.logStart, convergerStartedMessage)
+}
+
+// loggedSince reports whether the file at path holds text after offset (a service's
+// log, appended to by each start).
+func loggedSince(path string, offset int64, text string) bool {
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if _, err := f.Seek(c.logStart, io.SeekStart); err != nil {
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return false
 	}
 	data, err := io.ReadAll(f)
-	return err == nil && bytes.Contains(data, []byte(convergerStartedMessage))
+	return err == nil && bytes.Contains(data, []byte(text))
 }
 
 // newConverger describes the stack's converger, converging every interval.

@@ -34,6 +34,11 @@ type Options struct {
 	// ConvergerDebugPort is the converger's debug port (default DefaultConvergerDebugPort).
 	// A stack with cells runs a converger every DevConvergeInterval.
 	ConvergerDebugPort int
+	// RouteEmitterPorts and RouterPorts place the routing side a stack with cells runs:
+	// NATS (scripts/nats.sh), the route-emitter and the stand-in router (defaults
+	// DefaultRouteEmitterPorts, DefaultRouterPorts).
+	RouteEmitterPorts RouteEmitterPorts
+	RouterPorts       RouterPorts
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -75,6 +80,12 @@ func (o *Options) defaults() error {
 	if o.ConvergerDebugPort == 0 {
 		o.ConvergerDebugPort = DefaultConvergerDebugPort
 	}
+	if o.RouteEmitterPorts == (RouteEmitterPorts{}) {
+		o.RouteEmitterPorts = DefaultRouteEmitterPorts
+	}
+	if o.RouterPorts == (RouterPorts{}) {
+		o.RouterPorts = DefaultRouterPorts
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -90,15 +101,17 @@ func (o *Options) defaults() error {
 // Up brings the persistent dev stack up in the background and returns once every
 // process is healthy and every cell shows in the BBS: it starts the private Postgres,
 // writes the dev certificates into Home/certs, builds the binaries into BinDir, starts
-// the BBS processes, then (with cells) the private containerd, the auctioneer and one
-// rep per cell, all detached. A stack that is already up and healthy is left as it is.
+// the BBS processes, then (with cells) the private containerd, the auctioneer, one rep
+// per cell, the converger, and the routing side (the private NATS, the stand-in router,
+// the route-emitter), all detached. A stack that is already up and healthy is left as it is.
 func Up(ctx context.Context, opts Options) (*Stack, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	logf := opts.Logf
 	old, err := Load(opts.Home)
-	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) {
+	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
+		(old.RouteEmitter != nil) == (opts.Cells > 0) {
 		logf("dev stack is already up")
 		return old, nil
 	}
@@ -129,7 +142,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	binaries := []Binary{BBSBinary, DroverctlBinary}
 	if opts.Cells > 0 {
-		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary)
+		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary)
 	}
 	logf("building %s into %s", binaryNames(binaries), s.BinDir)
 	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
@@ -155,6 +168,13 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.addCells(layouts, opts.AuctioneerPorts, true)
 		s.Converger = s.newConverger(opts.ConvergerDebugPort, s.BBS[0].GRPCAddress(), DevConvergeInterval, true)
+		logf("starting nats under %s", filepath.Join(s.Home, "nats"))
+		nats, err := StartNATS(ctx, s.Root, s.Home)
+		if err != nil {
+			return nil, err
+		}
+		s.NATS = &nats
+		s.addRouting(opts.RouteEmitterPorts, opts.RouterPorts, DevRegisterInterval, true)
 	}
 	logf("writing dev certificates into %s", s.Certs.Dir)
 	if err := s.prepareFiles(); err != nil {
@@ -193,6 +213,11 @@ func (s *Stack) prepareFiles() error {
 			return err
 		}
 	}
+	if s.RouteEmitter != nil {
+		if err := s.Certs.EnsureRouteEmitter(); err != nil {
+			return err
+		}
+	}
 	if len(s.Reps) == 0 {
 		return nil
 	}
@@ -208,7 +233,8 @@ func (s *Stack) prepareFiles() error {
 
 // startAll starts the BBS processes, the auctioneer and the reps in that order, each
 // waited on until healthy, waits until every cell shows in the BBS, then starts the
-// converger (last, so that its first pass sees every cell present).
+// converger (so that its first pass sees every cell present), then the router and the
+// route-emitter.
 func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
 	for _, b := range s.BBS {
 		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
@@ -240,7 +266,7 @@ func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
 			return err
 		}
 	}
-	return nil
+	return s.startRouting(ctx, logf)
 }
 
 func binaryNames(bs []Binary) string {
@@ -257,6 +283,9 @@ func (s *Stack) Down(ctx context.Context) error {
 	err := s.Stop(ctx)
 	if s.Containerd.Own {
 		err = errors.Join(err, StopContainerd(ctx, s.Root, s.Home))
+	}
+	if s.NATS != nil && s.NATS.Own {
+		err = errors.Join(err, StopNATS(ctx, s.Root, s.Home))
 	}
 	if s.OwnPostgres {
 		err = errors.Join(err, StopPostgres(ctx, s.Root, s.Home))
@@ -294,7 +323,8 @@ type ServiceStatus struct {
 }
 
 // Status reports each process's pid (0 when not running), addresses and health: the
-// BBS processes, the auctioneer, the reps, then the converger.
+// BBS processes, the auctioneer, the reps, the converger, the router and the
+// route-emitter.
 func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 	var out []ServiceStatus
 	add := func(svc *Service, addresses string, healthy func(context.Context) error) {
@@ -319,6 +349,12 @@ func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 	}
 	if c := s.Converger; c != nil {
 		add(&c.Service, fmt.Sprintf("debug %s  every %s", c.Config.DebugAddress, c.Config.RepeatInterval.Duration()), c.Healthy)
+	}
+	if r := s.Router; r != nil {
+		add(&r.Service, fmt.Sprintf("http %s  admin %s  nats %s", r.Config.ListenAddress, r.Config.AdminAddress, s.NATS.URL), r.Healthy)
+	}
+	if e := s.RouteEmitter; e != nil {
+		add(&e.Service, fmt.Sprintf("grpc %s  debug %s", e.Config.ListenAddress, e.Config.DebugAddress), e.Healthy)
 	}
 	return out
 }

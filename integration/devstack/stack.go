@@ -38,6 +38,11 @@ type Stack struct {
 	// Converger is nil when the stack runs none (a test stack that did not ask for one,
 	// or a stack without cells).
 	Converger *Converger `json:"converger,omitempty"`
+	// NATS, RouteEmitter and Router are the routing side; nil when the stack runs none
+	// (a stack without cells, or a test stack that did not ask for routing).
+	NATS         *NATS         `json:"nats,omitempty"`
+	RouteEmitter *RouteEmitter `json:"route_emitter,omitempty"`
+	Router       *Router       `json:"router,omitempty"`
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -103,11 +108,18 @@ func (s *Stack) HTTPClient() (*http.Client, error) {
 // ClientTLS returns the client side mTLS configuration of the stack's certificates.
 func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
 
-// Stop stops the converger, the reps, the auctioneer and every BBS in that order
-// (SIGTERM, then SIGKILL after StopGrace), then removes what the cells left on the host
-// (CleanCells), and returns every error.
+// Stop stops the route-emitter, the router, the converger, the reps, the auctioneer and
+// every BBS in that order (SIGTERM, then SIGKILL after StopGrace), then removes what the
+// cells left on the host (CleanCells) and shuts a test stack's embedded NATS down, and
+// returns every error.
 func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
+	if s.RouteEmitter != nil {
+		errs = append(errs, s.RouteEmitter.Stop(ctx))
+	}
+	if s.Router != nil {
+		errs = append(errs, s.Router.Stop(ctx))
+	}
 	if s.Converger != nil {
 		errs = append(errs, s.Converger.Stop(ctx))
 	}
@@ -121,6 +133,9 @@ func (s *Stack) Stop(ctx context.Context) error {
 		errs = append(errs, b.Stop(ctx))
 	}
 	errs = append(errs, s.CleanCells(ctx))
+	if s.NATS != nil {
+		s.NATS.Shutdown()
+	}
 	return errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	auctioneerconfig "drover.dev/auctioneer/config"
 	"drover.dev/bbs/client"
@@ -14,6 +15,9 @@ import (
 	"drover.dev/bbs/store/storetest"
 	convergerconfig "drover.dev/converger/config"
 	repconfig "drover.dev/rep/config"
+	reconfig "drover.dev/route-emitter/config"
+
+	"drover.dev/integration/router"
 )
 
 // TestOptions shape a test stack.
@@ -33,14 +37,29 @@ type TestOptions struct {
 	// ConfigureConverger, when set, starts a converger (every TestConvergeInterval,
 	// started last) after letting it change its configuration; nil runs no converger.
 	ConfigureConverger func(c *convergerconfig.Config)
+	// Routing, when set, starts an embedded NATS on a free port, the stand-in router
+	// and the route-emitter (started last); nil runs none of them.
+	Routing *RoutingOptions
 }
+
+// RoutingOptions shape a test stack's routing side.
+type RoutingOptions struct {
+	// ConfigureRouteEmitter may change the route-emitter's configuration before it starts.
+	ConfigureRouteEmitter func(c *reconfig.Config)
+	// ConfigureRouter may change the stand-in router's configuration (its register
+	// interval is TestRegisterInterval) before it starts.
+	ConfigureRouter func(c *router.Config)
+}
+
+// TestRegisterInterval is the register interval a test stack's router asks for.
+const TestRegisterInterval = 2 * time.Second
 
 // testDatabaseConnections caps each test BBS's pool: many run at once on one Postgres.
 const testDatabaseConnections = 10
 
 // builds compile each set of binaries once per test process.
 var builds = struct {
-	bbs, cells, converger buildOnce
+	bbs, cells, converger, routing buildOnce
 }{}
 
 type buildOnce struct {
@@ -98,6 +117,9 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 	}
 	if opts.ConfigureConverger != nil {
 		s.addTestConverger(t, opts)
+	}
+	if opts.Routing != nil {
+		s.addTestRouting(t, *opts.Routing)
 	}
 	if err := s.prepareFiles(); err != nil {
 		t.Fatal(err)
@@ -165,6 +187,34 @@ func (s *Stack) addTestConverger(t testing.TB, opts TestOptions) {
 	opts.ConfigureConverger(&s.Converger.Config)
 }
 
+// addTestRouting starts an embedded NATS on a free port (shut down by Stop) and
+// describes the router and the route-emitter on free ports.
+func (s *Stack) addTestRouting(t testing.TB, opts RoutingOptions) {
+	t.Helper()
+	if err := builds.routing.do(s.Root, s.BinDir, RouteEmitterBinary, StandinRouterBinary); err != nil {
+		t.Fatal(err)
+	}
+	nats, err := startEmbeddedNATS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.NATS = nats
+	t.Cleanup(nats.Shutdown)
+	ports, err := freePorts(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addRouting(RouteEmitterPorts{GRPC: ports[0], Debug: ports[1]}, RouterPorts{HTTP: ports[2], Admin: ports[3]}, TestRegisterInterval, false)
+	s.RouteEmitter.Config.LogLevel = "debug"
+	s.Router.Config.LogLevel = "debug"
+	if opts.ConfigureRouteEmitter != nil {
+		opts.ConfigureRouteEmitter(&s.RouteEmitter.Config)
+	}
+	if opts.ConfigureRouter != nil {
+		opts.ConfigureRouter(&s.Router.Config)
+	}
+}
+
 // services lists every process of the stack.
 func (s *Stack) services() []*Service {
 	var out []*Service
@@ -179,6 +229,12 @@ func (s *Stack) services() []*Service {
 	}
 	if s.Converger != nil {
 		out = append(out, &s.Converger.Service)
+	}
+	if s.Router != nil {
+		out = append(out, &s.Router.Service)
+	}
+	if s.RouteEmitter != nil {
+		out = append(out, &s.RouteEmitter.Service)
 	}
 	return out
 }

@@ -1,7 +1,9 @@
 // Command devstack brings drover's dev stack up and down on this machine:
 //
 //	devstack up [-cells N] [-replicas N] [-grpc-port P] [-http-port P] [-debug-port P]
-//	            [-rep-port P] [-auctioneer-port P] [-auctioneer-debug-port P] [-database-url URL]
+//	            [-rep-port P] [-auctioneer-port P] [-auctioneer-debug-port P] [-converger-debug-port P]
+//	            [-router-port P] [-router-admin-port P] [-route-emitter-port P]
+//	            [-route-emitter-debug-port P] [-database-url URL]
 //	devstack down
 //	devstack status
 //
@@ -64,6 +66,10 @@ func up(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.AuctioneerPorts.GRPC, "auctioneer-port", devstack.DefaultAuctioneerPorts.GRPC, "gRPC port of the auctioneer")
 	fs.IntVar(&opts.AuctioneerPorts.Debug, "auctioneer-debug-port", devstack.DefaultAuctioneerPorts.Debug, "debug port of the auctioneer")
 	fs.IntVar(&opts.ConvergerDebugPort, "converger-debug-port", devstack.DefaultConvergerDebugPort, "debug port of the converger (runs with cells)")
+	fs.IntVar(&opts.RouterPorts.HTTP, "router-port", devstack.DefaultRouterPorts.HTTP, "HTTP port of the stand-in router (runs with cells)")
+	fs.IntVar(&opts.RouterPorts.Admin, "router-admin-port", devstack.DefaultRouterPorts.Admin, "admin port of the stand-in router (GET /routes)")
+	fs.IntVar(&opts.RouteEmitterPorts.GRPC, "route-emitter-port", devstack.DefaultRouteEmitterPorts.GRPC, "gRPC port of the route-emitter")
+	fs.IntVar(&opts.RouteEmitterPorts.Debug, "route-emitter-debug-port", devstack.DefaultRouteEmitterPorts.Debug, "debug port of the route-emitter")
 	fs.StringVar(&opts.DatabaseURL, "database-url", "", "use this database instead of the private Postgres")
 	if err := fs.Parse(args); err != nil {
 		return err

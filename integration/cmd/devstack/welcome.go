@@ -22,6 +22,12 @@ drover dev stack is up ({{.Home}}).
 {{- with .Converger}}
   converger  every {{.Config.RepeatInterval}}   (debug {{.DebugURL}}/metrics, logs {{.StdoutPath}})
 {{- end}}
+{{- with .Router}}
+  router     {{.URL}}   (stand-in gorouter; table {{.AdminURL}}/routes, nats {{$.NATS}})
+{{- end}}
+{{- with .RouteEmitter}}
+  emitter    {{.Config.ListenAddress}}   (mTLS, debug {{.DebugURL}}/metrics, logs {{.StdoutPath}})
+{{- end}}
 {{- range .Reps}}
   {{.CellID}}     rep {{.Config.ListenAddress}}  zone {{.Config.Zone}}  host ports {{.Config.Executor.PortRangeStart}}-{{.Config.Executor.PortRangeEnd}}  containerd namespace {{.Config.Executor.ContainerdNamespace}}
 {{- end}}
@@ -41,6 +47,10 @@ droverctl (finds {{.Certs}} and {{.BBS.Config.GRPCAddress}} by itself):
   {{.Bin}}/droverctl desire -f integration/testdata/busybox_httpd_lrp.json && {{.Bin}}/droverctl actual-lrps
   {{.Bin}}/droverctl logs busybox-httpd --follow
 {{- end}}
+{{- with .Router}}
+  {{$.Bin}}/droverctl routes
+  curl -H 'Host: busybox-httpd.example.com' {{.URL}}/
+{{- end}}
 
 grpcurl:
   {{.Bin}}/grpcurl -cacert {{.Certs}}/ca.crt -cert {{.Certs}}/client.crt -key {{.Certs}}/client.key \
@@ -48,6 +58,14 @@ grpcurl:
 
 Stop everything with: make down
 `))
+
+// natsURL is the stack's NATS URL, or "" when it runs none.
+func natsURL(s *devstack.Stack) string {
+	if s.NATS == nil {
+		return ""
+	}
+	return s.NATS.URL
+}
 
 func printWelcome(s *devstack.Stack) {
 	rel := func(path string) string {
@@ -57,12 +75,15 @@ func printWelcome(s *devstack.Stack) {
 		return path
 	}
 	welcome.Execute(os.Stdout, map[string]any{
-		"Home":       rel(s.Home),
-		"BBS":        s.BBS[0],
-		"Auctioneer": s.Auctioneer,
-		"Reps":       s.Reps,
-		"Converger":  s.Converger,
-		"Certs":      rel(s.Certs.Dir),
-		"Bin":        rel(s.BinDir),
+		"Home":         rel(s.Home),
+		"BBS":          s.BBS[0],
+		"Auctioneer":   s.Auctioneer,
+		"Reps":         s.Reps,
+		"Converger":    s.Converger,
+		"Router":       s.Router,
+		"RouteEmitter": s.RouteEmitter,
+		"NATS":         natsURL(s),
+		"Certs":        rel(s.Certs.Dir),
+		"Bin":          rel(s.BinDir),
 	})
 }

@@ -1,0 +1,106 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"drover.dev/bbs/models"
+	"drover.dev/ctl/output"
+	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
+)
+
+// DefaultRouteEmitterAddress is the route-emitter's gRPC address in the dev stack.
+const DefaultRouteEmitterAddress = "127.0.0.1:17010"
+
+// EnvRouteEmitterAddress overrides DefaultRouteEmitterAddress.
+const EnvRouteEmitterAddress = "DROVER_ROUTE_EMITTER_ADDRESS"
+
+func routesCommand() *command {
+	return &command{
+		name: "routes", group: groupLRPs,
+		flagsUsage: "[--process-guid GUID] [--hostname HOST] [--route-emitter ADDR]",
+		summary:    "Show the route-emitter's routing table",
+		details: "Asks a route-emitter (RouteEmitterService, mutual TLS with droverctl's certificate)\n" +
+			"which routes it registers with the routers: one row per hostname and (process guid,\n" +
+			"container port), with the endpoints as host:port#index (plus the TLS port and the\n" +
+			"presence of EVACUATING / SUSPECT instances). The line above the table shows the\n" +
+			"emitter's mode, whether it is active, its last full sync and BBS event, the register\n" +
+			"interval the routers asked for and whether NATS is connected. With --json, one line\n" +
+			"per route.",
+		examples: []string{"routes", "routes --hostname busybox-httpd.example.com", "routes --process-guid my-app --json | jq .endpoints"},
+		setup: func(fs *flag.FlagSet) action {
+			processGUID := fs.String("process-guid", "", "only the routes of this process `GUID`")
+			hostname := fs.String("hostname", "", "only the routes of this `HOST`name")
+			address := fs.String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+"; default "+DefaultRouteEmitterAddress+")")
+			return func(ctx context.Context, s *session, _ []string) error {
+				addr := *address
+				if addr == "" {
+					addr = s.getenv(EnvRouteEmitterAddress)
+				}
+				if addr == "" {
+					addr = DefaultRouteEmitterAddress
+				}
+				resp, err := s.listRoutes(ctx, addr, &routeemitterv1.ListRoutesRequest{ProcessGuid: *processGUID, Hostname: *hostname})
+				if err != nil {
+					return err
+				}
+				if s.json() {
+					for _, r := range resp.GetRoutes() {
+						if err := s.jsonLine(output.RouteView(r)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				if _, err := fmt.Fprintln(s.stdout, output.RouteEmitterHeader(resp, s.now())); err != nil {
+					return err
+				}
+				return s.render(output.RouteTable(resp.GetRoutes()))
+			}
+		},
+	}
+}
+
+// listRoutes calls ListRoutes on the route-emitter at addr with droverctl's
+// certificates, bounded by --timeout; its errors name the route-emitter.
+func (s *session) listRoutes(ctx context.Context, addr string, req *routeemitterv1.ListRoutesRequest) (*routeemitterv1.ListRoutesResponse, error) {
+	if _, err := s.bbs(); err != nil { // resolves the target's certificates
+		return nil, err
+	}
+	tlsConfig, err := s.target.TLS.Client()
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "%s: %v", s.target, err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)))
+	if err != nil {
+		return nil, models.NewError(ErrTypeInvalidTarget, "route-emitter at %s: %v", addr, err)
+	}
+	defer conn.Close()
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.timeout)
+	defer cancel()
+	resp, err := routeemitterv1.NewRouteEmitterServiceClient(conn).ListRoutes(callCtx, req)
+	if err != nil {
+		return nil, s.routeEmitterError(addr, err)
+	}
+	return resp, nil
+}
+
+// routeEmitterError types an error of a call to the route-emitter and names it.
+func (s *session) routeEmitterError(addr string, err error) error {
+	if status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
+		return err
+	}
+	e := models.FromError(err)
+	msg := fmt.Sprintf("route-emitter at %s: %s", addr, e.Message)
+	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("route-emitter at %s did not answer within %s (--timeout)", addr, s.opts.timeout)
+	}
+	return &models.Error{Type: e.Type, Message: msg}
+}

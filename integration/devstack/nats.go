@@ -1,0 +1,90 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"drover.dev/integration/natstest"
+)
+
+// DefaultNATSPort is the dev stack's NATS port (scripts/nats.sh; DROVER_NATS_PORT
+// overrides it there).
+const DefaultNATSPort = 4222
+
+// NATS is the message bus between the route-emitter and the routers: the private
+// nats-server of the dev stack (scripts/nats.sh) or, in a test stack, an embedded
+// server on a free port.
+type NATS struct {
+	// URL is nats://host:port.
+	URL string `json:"url"`
+	// Own is true when the stack started it through scripts/nats.sh and stops it on Down.
+	Own bool `json:"own"`
+
+	embedded *natstest.Server
+}
+
+// StartNATS starts the private nats-server of home through scripts/nats.sh (a running
+// one is reused).
+func StartNATS(ctx context.Context, root, home string) (NATS, error) {
+	out, err := natsScript(ctx, root, home, "start")
+	if err != nil {
+		return NATS{}, err
+	}
+	fields := strings.Fields(out)
+	if len(fields) == 0 {
+		return NATS{}, fmt.Errorf("nats.sh start printed no URL")
+	}
+	return NATS{URL: fields[len(fields)-1], Own: true}, nil
+}
+
+// StopNATS stops the private nats-server of home; it is not an error if none runs.
+func StopNATS(ctx context.Context, root, home string) error {
+	_, err := natsScript(ctx, root, home, "stop")
+	return err
+}
+
+// startEmbeddedNATS runs an embedded server on a free port for a test stack.
+func startEmbeddedNATS() (*NATS, error) {
+	srv, err := natstest.Start(0)
+	if err != nil {
+		return nil, err
+	}
+	return &NATS{URL: srv.URL(), embedded: srv}, nil
+}
+
+// Shutdown stops a test stack's embedded server (clients see the connection drop).
+// It does nothing for the dev stack's nats-server (Down stops that).
+func (n *NATS) Shutdown() {
+	if n.embedded != nil {
+		n.embedded.Shutdown()
+	}
+}
+
+// Restart stops NATS and starts it again on the same port: the embedded server of a
+// test stack, or the dev stack's nats-server.
+func (n *NATS) Restart(ctx context.Context, s *Stack) error {
+	if n.embedded != nil {
+		return n.embedded.Restart()
+	}
+	if err := StopNATS(ctx, s.Root, s.Home); err != nil {
+		return err
+	}
+	_, err := StartNATS(ctx, s.Root, s.Home)
+	return err
+}
+
+func natsScript(ctx context.Context, root, home, verb string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "nats.sh"), verb)
+	cmd.Env = append(os.Environ(), "DROVER_HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("nats.sh %s: %w: %s", verb, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
