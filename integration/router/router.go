@@ -138,10 +138,13 @@ func (r *Router) connect() error {
 		return fmt.Errorf("nats: %w", err)
 	}
 	r.nc = nc
+	// Like gorouter (mbus/subscriber.go), registers and unregisters arrive on one
+	// subscription to router.*, so they are applied in the order they were published
+	// (two subscriptions run on two goroutines and may reorder a register and the
+	// unregister that follows it).
 	subs := map[string]nats.MsgHandler{
-		SubjectGreet:      r.onGreet,
-		SubjectRegister:   r.onRegister,
-		SubjectUnregister: r.onUnregister,
+		SubjectGreet: r.onGreet,
+		"router.*":   r.onRoute,
 	}
 	for subject, handler := range subs {
 		sub, err := nc.Subscribe(subject, handler)
@@ -165,6 +168,17 @@ func (r *Router) connect() error {
 		r.announceFirst(nc)
 	}
 	return nil
+}
+
+// onRoute applies router.register and router.unregister; other router.* subjects
+// (router.start, router.greet) are ignored here, as gorouter does.
+func (r *Router) onRoute(m *nats.Msg) {
+	switch m.Subject {
+	case SubjectRegister:
+		r.onRegister(m)
+	case SubjectUnregister:
+		r.onUnregister(m)
+	}
 }
 
 // announceFirst announces the first connection once: nats.go calls ConnectHandler for

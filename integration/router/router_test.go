@@ -218,3 +218,17 @@ func TestRouterConfigValidation(t *testing.T) {
 	def := router.DefaultConfig()
 	require.NoError(t, def.Validate())
 }
+
+func TestRouterAppliesRegistersAndUnregistersInPublishOrder(t *testing.T) {
+	ns := natstest.New(t)
+	nc := connect(t, ns)
+	r := startRouter(t, ns, nil)
+	const n = 200
+	for i := range n {
+		m := router.RegistryMessage{Host: "127.0.0.1", Port: uint32(20000 + i), URIs: []string{fmt.Sprintf("app-%d.example.com", i)}}
+		publish(t, nc, router.SubjectRegister, m)
+		publish(t, nc, router.SubjectUnregister, m)
+	}
+	require.Eventually(t, func() bool { s := r.Stats(); return s.Registers == n && s.Unregisters == n }, waitFor, 10*time.Millisecond)
+	require.Empty(t, r.Routes(), "every unregister came after its register")
+}

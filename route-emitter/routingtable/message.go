@@ -69,8 +69,8 @@ func (m *Messages) merge(other Messages) {
 	m.AddressCollisions += other.AddressCollisions
 }
 
-// sortMessages orders messages by uri, host, port, tls port, instance (deterministic output).
-func sortMessages(ms []RegistryMessage) {
+// SortMessages orders messages by uri, host, port, tls port, instance (deterministic output).
+func SortMessages(ms []RegistryMessage) {
 	sort.Slice(ms, func(i, j int) bool {
 		a, b := ms[i], ms[j]
 		ua, ub := firstURI(a), firstURI(b)

@@ -58,6 +58,16 @@ type Desired struct {
 	Routes      []Route              `json:"routes,omitempty"`
 	Tag         Tag                  `json:"tag"`
 	MetricTags  map[string]MetricTag `json:"metric_tags,omitempty"`
+	// KeptRoutes marks a version a sync merged with routes of an older one (a stale
+	// domain): the BBS's version with the same tag replaces it (a replayed event that
+	// arrives after the sync must not be ignored as "not newer").
+	KeptRoutes bool `json:"kept_routes,omitempty"`
+}
+
+// replacedBy reports whether next replaces d: next is newer, or d kept older routes
+// and next is the same version without them.
+func (d *Desired) replacedBy(next Desired) bool {
+	return d.Tag.SucceededBy(next.Tag) || (d.KeptRoutes && d.Tag == next.Tag)
 }
 
 // Actual is what the table keeps of one ActualLRP row.

@@ -51,14 +51,16 @@ func (t *Table) Sync(s Snapshot) (Messages, error) {
 		}
 		msgs.merge(fresh.diff(old.items(), old.endpoints(), now.items()))
 	}
-	sortMessages(msgs.Registrations)
-	sortMessages(msgs.Unregistrations)
+	SortMessages(msgs.Registrations)
+	SortMessages(msgs.Unregistrations)
 	t.processes, t.owners = fresh.processes, fresh.owners
 	return msgs, errors.Join(errs...)
 }
 
 // keepStaleRoutes carries over, for every process of old whose domain is not fresh, the
-// desired LRP (when the snapshot lacks it) or the routes the snapshot dropped.
+// desired LRP (when the snapshot lacks it) or the routes the snapshot dropped (marking
+// the merged version KeptRoutes, so that the BBS's version, replayed by an event the
+// stream delivers after the sync, still replaces it: old may lag the BBS after a restart).
 func (t *Table) keepStaleRoutes(old *Table, freshDomains []string) {
 	isFresh := map[string]bool{}
 	for _, d := range freshDomains {
@@ -79,6 +81,7 @@ func (t *Table) keepStaleRoutes(old *Table, freshDomains []string) {
 		for _, r := range p.desired.Routes {
 			if !containsRoute(merged.Routes, r) {
 				merged.Routes = append(merged.Routes, r)
+				merged.KeptRoutes = true
 			}
 		}
 		now.desired = &merged

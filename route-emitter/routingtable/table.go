@@ -85,7 +85,7 @@ func (t *Table) change(guid string, mutate func(p *process)) Messages {
 // SetDesired stores d unless the table holds a newer version of it.
 func (t *Table) SetDesired(d Desired) Messages {
 	return t.change(d.ProcessGUID, func(p *process) {
-		if p.desired != nil && !p.desired.Tag.SucceededBy(d.Tag) {
+		if p.desired != nil && !p.desired.replacedBy(d) {
 			return
 		}
 		p.desired = &d
@@ -236,8 +236,8 @@ func (t *Table) diff(before map[itemKey]item, beforeEndpoints map[endpointKey]bo
 		t.release(k)
 		msgs.Unregistrations = append(msgs.Unregistrations, it.msg)
 	}
-	sortMessages(msgs.Registrations)
-	sortMessages(msgs.Unregistrations)
+	SortMessages(msgs.Registrations)
+	SortMessages(msgs.Unregistrations)
 	return msgs
 }
 
@@ -270,7 +270,7 @@ func (t *Table) Registrations() []RegistryMessage {
 			all = append(all, it.msg)
 		}
 	}
-	sortMessages(all)
+	SortMessages(all)
 	return all
 }
 

@@ -264,3 +264,38 @@ func TestRoutesViewIsFilteredAndSorted(t *testing.T) {
 	assert.Empty(t, table.Routes(Filter{ProcessGUID: "other"}))
 	assert.Equal(t, 4, table.RouteCount())
 }
+
+// TestAnEventReplacesRoutesASyncKept: after a restart the table can lag the BBS, and the
+// event that changed a route may arrive after the sync; for a stale domain the sync
+// keeps the old hostname, and the event (same version as the snapshot) must still
+// replace it and unregister the old hostname.
+func TestAnEventReplacesRoutesASyncKept(t *testing.T) {
+	table := New()
+	a0 := actualLRP(0, ordinary, 1)
+	table.ApplyEvent(ev(desiredLRP(t, 1, 1, route(8080, "old.example.com"))))
+	table.ApplyEvent(ev(a0))
+	moved := desiredLRP(t, 1, 2, route(8080, "new.example.com"))
+	msgs, err := table.Sync(Snapshot{Actuals: []*modelsv1.ActualLRP{a0}, Desired: []*modelsv1.DesiredLRPRoutingInfo{{
+		ProcessGuid: moved.ProcessGuid, Domain: moved.Domain, LogGuid: moved.LogGuid, Instances: moved.Instances,
+		Routes: moved.Routes, ModificationTag: moved.ModificationTag}}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"new.example.com"}, uris(msgs.Registrations))
+	assert.Empty(t, msgs.Unregistrations, "a stale domain keeps the old hostname")
+
+	msgs, err = table.ApplyEvent(ev(moved))
+	require.NoError(t, err)
+	assert.Empty(t, msgs.Registrations)
+	assert.Equal(t, []string{"old.example.com"}, uris(msgs.Unregistrations), "the event's version drops the kept hostname")
+
+	msgs, err = table.ApplyEvent(ev(moved))
+	require.NoError(t, err)
+	assert.True(t, msgs.Empty(), "the same version again changes nothing")
+}
+
+func uris(ms []RegistryMessage) []string {
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, m.URIs...)
+	}
+	return out
+}

@@ -2,7 +2,9 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -25,6 +27,17 @@ type fakeBBS struct {
 	subscribes []*bbsv1.SubscribeRequest
 	syncs      int
 	wake       chan struct{}
+	// held, when set, keeps the event streams from delivering until it is closed.
+	held chan struct{}
+}
+
+// holdEvents keeps events from being delivered until the returned function is called.
+func (f *fakeBBS) holdEvents() (release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held := make(chan struct{})
+	f.held = held
+	return sync.OnceFunc(func() { close(held) })
 }
 
 func newFakeBBS() *fakeBBS { return &fakeBBS{wake: make(chan struct{})} }
@@ -72,6 +85,16 @@ type eventStream struct {
 }
 
 func (s *eventStream) Recv() (*bbsv1.SubscribeResponse, error) {
+	s.f.mu.Lock()
+	held := s.f.held
+	s.f.mu.Unlock()
+	if held != nil {
+		select {
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		case <-held:
+		}
+	}
 	for {
 		s.f.mu.Lock()
 		wake := s.f.wake
@@ -141,4 +164,22 @@ func (e *fakeEmitter) counts() (int, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.reg), len(e.unreg)
+}
+
+// unregistered names every unregister emitted so far as "uri host:port", in order.
+func (e *fakeEmitter) unregistered() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []string{}
+	for _, m := range e.unreg {
+		out = append(out, fmt.Sprintf("%s %s:%d", strings.Join(m.URIs, ","), m.Host, m.Port))
+	}
+	return out
+}
+
+// lastSequence is the sequence of the newest event.
+func (f *fakeBBS) lastSequence() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return uint64(len(f.events))
 }

@@ -10,10 +10,14 @@ import (
 	"drover.dev/route-emitter/routingtable"
 )
 
-// state is what the state file holds: the last applied event sequence and the table.
+// state is what the state file holds: the last applied event sequence, the table, the
+// first journal epoch the snapshot does not cover and, until the first sync after a start
+// has unregistered what the routers should no longer have, the published set.
 type state struct {
-	Sequence *uint64             `json:"sequence,omitempty"`
-	Table    *routingtable.Table `json:"table"`
+	Sequence     *uint64                        `json:"sequence,omitempty"`
+	Table        *routingtable.Table            `json:"table"`
+	JournalEpoch uint64                         `json:"journal_epoch,omitempty"`
+	Published    []routingtable.RegistryMessage `json:"published,omitempty"`
 }
 
 // loadState reads path; a missing file is an empty state.

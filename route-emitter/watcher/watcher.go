@@ -2,6 +2,11 @@
 // (from the last applied sequence, kept with the table in the state file), a full sync
 // at start, after OUT_OF_RANGE and every sync interval (events during a sync are cached
 // and replayed onto the fresh table), and reconnects with backoff whatever the error.
+//
+// What it hands to the emitter is journaled next to the state file before it is sent, so
+// a process killed between two saves leaves a record of what the routers were told: the
+// next start unregisters, after its first sync, whatever of that the table no longer
+// registers. Each save rotates the journal and deletes the ones the snapshot covers.
 package watcher
 
 import (
@@ -74,6 +79,11 @@ type Watcher struct {
 	lastSync time.Time
 	dirty    bool
 	active   bool
+	// journal records what is handed to the emitter (nil without a state file).
+	journal *journal
+	// pending is what the routers may have been told before this start, kept until the
+	// first sync unregisters what the table no longer registers (nil: nothing pending).
+	pending publishedSet
 
 	syncNow chan struct{}
 }
@@ -93,16 +103,8 @@ func New(bbs BBS, emit Emitter, opts Options) *Watcher {
 // Run loads the state file, is ready at once (it keeps running while the BBS is down),
 // streams events, syncs, and saves the state until signalled.
 func (w *Watcher) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
-	if w.opts.StateFile != "" {
-		st, err := loadState(w.opts.StateFile)
-		if err != nil {
-			w.log.Error("state-file-unreadable", "error", err.Error())
-		}
-		w.mu.Lock()
-		w.table, w.cursor = st.Table, st.Sequence
-		w.mu.Unlock()
-		w.log.Info("state-loaded", "routes", st.Table.RouteCount(), "sequence", seqAttr(st.Sequence))
-	}
+	w.load()
+	defer w.closeJournal()
 	w.mu.Lock()
 	w.active = true
 	w.mu.Unlock()
@@ -130,6 +132,70 @@ func (w *Watcher) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 			w.updateRouteCount()
 		}
 	}
+}
+
+// load reads the state file and the journals not covered by it (when there is a state
+// file): the table, the cursor and what the previous process published.
+func (w *Watcher) load() {
+	if w.opts.StateFile == "" {
+		return
+	}
+	p, err := loadPersisted(w.opts.StateFile)
+	if err != nil {
+		w.log.Error("state-file-unreadable", "error", err.Error())
+	}
+	if p.skipped > 0 {
+		w.log.Error("journal-lines-skipped", "lines", p.skipped)
+	}
+	if err := removeJournalsBefore(w.opts.StateFile, p.state.JournalEpoch); err != nil {
+		w.log.Error("journal-remove-failed", "error", err.Error())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.table, w.cursor = p.state.Table, p.state.Sequence
+	w.pending = p.published
+	w.journal = &journal{base: w.opts.StateFile, epoch: p.nextEpoch}
+	w.dirty = p.replayed > 0
+	w.log.Info("state-loaded", "routes", p.state.Table.RouteCount(), "sequence", seqAttr(p.state.Sequence),
+		"journals", p.replayed, "published", len(p.published))
+}
+
+// closeJournal closes the journal's file.
+func (w *Watcher) closeJournal() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.journal != nil {
+		w.journal.close()
+	}
+}
+
+// publish journals msgs and hands them to the emitter. The caller holds w.mu.
+func (w *Watcher) publish(msgs routingtable.Messages) {
+	if msgs.Empty() {
+		return
+	}
+	if w.journal != nil {
+		if err := w.journal.append(msgs); err != nil {
+			w.log.Error("journal-append-failed", "error", err.Error())
+		}
+	}
+	if w.pending != nil {
+		w.pending.apply(msgs)
+	}
+	w.emit.Emit(msgs)
+}
+
+// unregisterStale, after the first sync following a start, unregisters what the routers
+// may have been told before the start and the table does not register now. The caller
+// holds w.mu.
+func (w *Watcher) unregisterStale() {
+	if w.pending == nil {
+		return
+	}
+	stale := w.pending.stale(w.table.Registrations())
+	w.pending = nil
+	w.publish(routingtable.Messages{Unregistrations: stale})
+	w.log.Info("stale-routes-unregistered", "count", len(stale))
 }
 
 func seqAttr(s *uint64) any {
@@ -232,7 +298,7 @@ func (w *Watcher) handle(ctx context.Context, e *modelsv1.Event) {
 	seq := e.GetSequence()
 	w.cursor = &seq
 	w.dirty = true
-	w.emit.Emit(msgs)
+	w.publish(msgs)
 }
 
 // fetchDesired loads the routing info of one process into the table.
@@ -251,7 +317,7 @@ func (w *Watcher) fetchDesired(ctx context.Context, guid string) {
 		if err != nil {
 			w.log.Error("invalid-routes", "process_guid", guid, "error", err.Error())
 		}
-		w.emit.Emit(w.table.SetDesired(d))
+		w.publish(w.table.SetDesired(d))
 	}
 }
 
@@ -310,7 +376,8 @@ func (w *Watcher) Sync(ctx context.Context) error {
 	if err != nil {
 		w.log.Error("invalid-routes", "error", err.Error())
 	}
-	w.emit.Emit(msgs)
+	w.publish(msgs)
+	w.unregisterStale()
 	w.lastSync, w.dirty = time.Now(), true
 	w.opts.Metrics.SyncDuration(time.Since(start))
 	w.opts.Metrics.Routes(w.table.RouteCount())
@@ -374,9 +441,11 @@ func (w *Watcher) updateRouteCount() {
 	w.opts.Metrics.Routes(n)
 }
 
-// save writes the state file when something changed.
+// save writes the state file when something changed: under the lock it marshals the
+// snapshot and moves the journal to the next epoch, then writes the file (recording that
+// epoch as the first not covered) and deletes the journals the snapshot covers.
 func (w *Watcher) save() {
-	if w.opts.StateFile == "" {
+	if w.journal == nil {
 		return
 	}
 	w.mu.Lock()
@@ -384,7 +453,11 @@ func (w *Watcher) save() {
 		w.mu.Unlock()
 		return
 	}
-	data, err := json.Marshal(state{Sequence: w.cursor, Table: w.table})
+	st := state{Sequence: w.cursor, Table: w.table, JournalEpoch: w.journal.rotate()}
+	if w.pending != nil {
+		st.Published = w.pending.list()
+	}
+	data, err := json.Marshal(st)
 	w.dirty = false
 	w.mu.Unlock()
 	if err == nil {
@@ -392,6 +465,13 @@ func (w *Watcher) save() {
 	}
 	if err != nil {
 		w.log.Error("state-save-failed", "error", err.Error())
+		w.mu.Lock()
+		w.dirty = true
+		w.mu.Unlock()
+		return
+	}
+	if err := removeJournalsBefore(w.opts.StateFile, st.JournalEpoch); err != nil {
+		w.log.Error("journal-remove-failed", "error", err.Error())
 	}
 }
 
