@@ -36,6 +36,7 @@ const (
 	routingInterval      = 20 * time.Second // CF's register interval
 	streamRate           = 50               // starts per second
 	streamDuration       = 20 * time.Second
+	routingSyncInterval  = 15 * time.Second // below streamDuration: a sync during the stream
 	routingLatencyGoalMs = 100
 )
 
@@ -44,7 +45,8 @@ const (
 // takes until every one of 50,000 routes was registered (goal: within one register
 // interval), the most messages it sent in any 1 s window (the burst cap), and the
 // RUNNING-to-registered latency (receive time − the return of StartActualLRP) of a
-// steady 50 starts/s for 20 s (goal: p99 < 100 ms). Run it with
+// steady 50 starts/s for 20 s, during which the emitter also runs a full sync and a
+// re-registration of every route (goal: p99 < 100 ms). Run it with
 //
 //	go test -run '^$' -bench RoutingRegistration -benchtime 1x -timeout 20m ./integration/bench/
 func BenchmarkRoutingRegistration(b *testing.B) {
@@ -58,6 +60,9 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 		ConfigureRouteEmitter: func(c *reconfig.Config) {
 			c.LogLevel = "info"
 			c.RegisterInterval = libconfig.Duration(routingInterval)
+			// A full sync (and, at the register interval, a re-registration) falls inside
+			// the stream: the latency includes the emitter's periodic bulk work.
+			c.SyncInterval = libconfig.Duration(routingSyncInterval)
 		},
 	}})
 	bbs := stack.Client(b, 0)
@@ -117,6 +122,7 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 	p50, p99 := Percentile(lat, 50), Percentile(lat, 99)
 	b.ReportMetric(Millis(p50), "p50-ms")
 	b.ReportMetric(Millis(p99), "p99-ms")
+	b.ReportMetric(Millis(lat[len(lat)-1]), "max-ms")
 	fmt.Printf("%s: RUNNING-to-registered over %d starts at %d/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (goal p99 < %d ms)\n",
 		b.Name(), len(lat), streamRate, Millis(p50), Millis(p99), Millis(lat[len(lat)-1]), routingLatencyGoalMs)
 }

@@ -20,7 +20,7 @@ const (
 	DefaultSyncInterval            = 60 * time.Second
 	DefaultRegisterInterval        = 20 * time.Second // until a router tells its own
 	DefaultJitterFactor            = 0.2
-	DefaultMaxMessagesPerSecond    = 10000 // burst cap for re-registration
+	DefaultMaxMessagesPerSecond    = 10000 // cap on bulk registration bursts
 	DefaultUnregistrationInterval  = 30 * time.Second
 	DefaultUnregistrationSendCount = 20
 	DefaultGreetInterval           = time.Second
@@ -53,7 +53,9 @@ type Config struct {
 	RegisterInterval libconfig.Duration `json:"register_interval"`
 	// JitterFactor bounds the random delay after a router.start: [0, factor × interval).
 	JitterFactor float64 `json:"jitter_factor"`
-	// MaxMessagesPerSecond caps the rate of a full re-registration.
+	// MaxMessagesPerSecond caps the messages in any one-second window: the registrations
+	// of a full sync and of a re-registration are paced (a little below it) so that,
+	// with the messages sent at once (events, unregistrations), no window holds more.
 	MaxMessagesPerSecond int `json:"max_messages_per_second"`
 	// UnregistrationInterval and UnregistrationSendCount: each unregister is re-sent
 	// every interval, count times, unless a matching register cancels it.

@@ -1,7 +1,9 @@
 // Package emitter is the route-emitter's NATS side: it publishes router.register and
 // router.unregister, runs the router.greet / router.start handshake, re-registers the
-// whole table at the routers' interval (paced to a message rate), and re-sends
-// unregisters from the unregistration cache (reference/routing.md §1, §2.8).
+// whole table at the routers' interval, and re-sends unregisters from the
+// unregistration cache (reference/routing.md §1, §2.8). Event-driven messages go out at
+// once; bulk registrations (a full sync's, a re-registration) go through one paced
+// sender that keeps every one-second window under the configured rate (sender.go).
 package emitter
 
 import (
@@ -49,13 +51,15 @@ type Options struct {
 	RegisterInterval time.Duration
 	GreetInterval    time.Duration
 	JitterFactor     float64
-	// MaxMessagesPerSecond caps a full re-registration.
+	// MaxMessagesPerSecond caps the messages of any one-second window: bulk registrations
+	// (a sync's, a re-broadcast) are paced so that, with the immediate ones, no window
+	// holds more.
 	MaxMessagesPerSecond    int
 	UnregistrationInterval  time.Duration
 	UnregistrationSendCount int
 	Logger                  *slog.Logger
 	Metrics                 *metrics.Metrics
-	// Clock paces re-registrations (default: the real clock).
+	// Clock paces bulk registrations (default: the real clock).
 	Clock Clock
 }
 
@@ -68,16 +72,15 @@ type Emitter struct {
 	log     *slog.Logger
 	conn    atomic.Pointer[nats.Conn]
 	cache   *unregistrationCache
+	sender  *sender
 	source  atomic.Pointer[Source]
 	routerS atomic.Int32 // register interval seconds a router asked for (0: none yet)
 
-	starts       chan StartMessage
-	replies      chan StartMessage
-	reconnects   chan struct{}
-	broadcasts   chan struct{}
-	broadcasting atomic.Bool
-	stopping     atomic.Bool
-	wg           sync.WaitGroup
+	starts     chan StartMessage
+	replies    chan StartMessage
+	reconnects chan struct{}
+	broadcasts chan struct{}
+	wg         sync.WaitGroup
 }
 
 // New returns an emitter; Run connects it.
@@ -85,7 +88,7 @@ func New(opts Options) *Emitter {
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	return &Emitter{
+	e := &Emitter{
 		opts:       opts,
 		log:        logging.OrDiscard(opts.Logger).With("component", "emitter"),
 		cache:      newUnregistrationCache(opts.UnregistrationSendCount),
@@ -94,6 +97,8 @@ func New(opts Options) *Emitter {
 		reconnects: make(chan struct{}, 1),
 		broadcasts: make(chan struct{}, 1),
 	}
+	e.sender = newSender(e.publish, e.cache, opts.MaxMessagesPerSecond, opts.Clock, opts.Metrics, e.log)
+	return e
 }
 
 // SetSource sets what periodic re-registrations publish (nil: nothing).
@@ -122,25 +127,25 @@ func (e *Emitter) RequestBroadcast() {
 	}
 }
 
-// Emit publishes m at once: registrations cancel matching cached unregisters,
-// unregistrations are published and cached for re-sending.
+// Emit publishes m at once (event-driven changes, a sync's unregistrations):
+// registrations cancel matching cached unregisters, unregistrations are published and
+// cached for re-sending.
 func (e *Emitter) Emit(m routingtable.Messages) {
 	if m.Empty() {
 		return
 	}
-	now := time.Now()
-	e.cache.cancel(m.Registrations)
-	for _, r := range m.Registrations {
-		e.publish(SubjectRegister, r)
-		e.opts.Metrics.RegistrationLatency(r.EndpointUpdatedAtNs, now)
-	}
-	for _, u := range m.Unregistrations {
-		e.publish(SubjectUnregister, u)
-	}
-	e.cache.add(m.Unregistrations)
-	e.opts.Metrics.Published(len(m.Registrations), len(m.Unregistrations))
-	e.opts.Metrics.AddressCollisions(m.AddressCollisions)
+	e.sender.emitNow(m)
 	e.log.Debug("emitted", "registrations", len(m.Registrations), "unregistrations", len(m.Unregistrations))
+}
+
+// EmitBulk queues registrations (a full sync's) for the paced sender: they go out in
+// order, at most MaxMessagesPerSecond in any second, skipping any that an Emit after
+// this call superseded (see sender). Nothing is sent before Run starts.
+func (e *Emitter) EmitBulk(registrations []routingtable.RegistryMessage) {
+	if len(registrations) == 0 {
+		return
+	}
+	e.sender.enqueue(&bulkBatch{msgs: registrations})
 }
 
 // publish sends one message (one URI each, as upstream).
@@ -175,6 +180,11 @@ func (e *Emitter) connect() (*nats.Conn, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			e.log.Error("nats-disconnected", "error", errString(err))
 			e.opts.Metrics.NATSConnected(false)
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			// Every failed attempt, the first connection's included (NATS down, a TLS
+			// or authorisation problem): the emitter keeps retrying.
+			e.log.Error("nats-connect-failed", "error", errString(err))
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			e.log.Info("nats-reconnected")
@@ -211,8 +221,11 @@ func (e *Emitter) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 		return err
 	}
 	e.conn.Store(conn)
+	stopSender := make(chan struct{})
+	e.wg.Add(1)
+	go func() { defer e.wg.Done(); e.sender.run(stopSender) }()
 	defer func() {
-		e.stopping.Store(true)
+		close(stopSender)
 		e.wg.Wait()
 		_ = conn.Flush()
 		conn.Close()
@@ -273,10 +286,7 @@ func (e *Emitter) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 		case <-e.broadcasts:
 			e.broadcast()
 		case <-unregister.C:
-			for _, u := range e.cache.due() {
-				e.publish(SubjectUnregister, u)
-				e.opts.Metrics.Published(0, 1)
-			}
+			e.sender.resendDue()
 		}
 	}
 }
@@ -316,23 +326,17 @@ func (e *Emitter) setInterval(m StartMessage, current time.Duration) time.Durati
 	return time.Duration(m.MinimumRegisterIntervalInSeconds) * time.Second
 }
 
-// broadcast re-registers everything in the background, paced to the message rate; a
-// broadcast still running makes this one a no-op.
+// broadcast queues a re-registration of everything for the paced sender (the source is
+// read when its turn comes); a broadcast still waiting or running makes this one a no-op.
 func (e *Emitter) broadcast() {
-	p := e.source.Load()
-	if p == nil || !e.broadcasting.CompareAndSwap(false, true) {
+	if e.source.Load() == nil {
 		return
 	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		defer e.broadcasting.Store(false)
-		msgs := (*p)()
-		e.cache.cancel(msgs)
-		pace(len(msgs), e.opts.MaxMessagesPerSecond, e.opts.Clock, func(i int) {
-			e.publish(SubjectRegister, msgs[i])
-		}, e.stopping.Load)
-		e.opts.Metrics.Published(len(msgs), 0)
-		e.log.Info("re-registered", "registrations", len(msgs))
-	}()
+	e.sender.enqueue(&bulkBatch{source: func() []routingtable.RegistryMessage {
+		p := e.source.Load() // standby since queued: nothing
+		if p == nil {
+			return nil
+		}
+		return (*p)()
+	}, broadcast: true})
 }

@@ -2,6 +2,8 @@ package emitter
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"sync"
@@ -240,42 +242,154 @@ func startNATSOnPort(t *testing.T, port int) *server.Server {
 	return s
 }
 
-func TestPaceCapsEveryWindow(t *testing.T) {
-	for _, c := range []struct{ n, perSecond, windows int }{{0, 10, 0}, {10, 10, 1}, {25, 10, 3}, {1, 1000, 1}} {
-		sent := 0
-		clock := &fakeClock{now: time.Unix(0, 0), sent: &sent}
-		pace(c.n, c.perSecond, clock, func(int) { sent++ }, func() bool { return false })
-		assert.Equal(t, c.n, sent)
-		require.Len(t, clock.marks, max(0, c.windows-1), "one wait between windows")
-		prev := 0
-		for _, m := range append(clock.marks, sent) {
-			assert.LessOrEqual(t, m-prev, c.perSecond, "sends in one window")
-			prev = m
-		}
-		for _, d := range clock.sleeps {
-			assert.Equal(t, time.Second, d, "the fake clock does not advance while sending")
-		}
-	}
+// published is one message a fake publish saw, at the fake clock's time.
+type published struct {
+	subject, uri string
+	at           time.Time
 }
 
-func TestPaceStops(t *testing.T) {
-	sent := 0
-	clock := &fakeClock{now: time.Unix(0, 0), sent: &sent}
-	pace(100, 10, clock, func(int) { sent++ }, func() bool { return sent >= 20 })
-	assert.Equal(t, 20, sent)
-}
-
-// fakeClock records how many sends happened before each wait.
+// fakeClock advances only when slept on; onSleep runs (unlocked) at every sleep.
 type fakeClock struct {
-	now    time.Time
-	sleeps []time.Duration
-	marks  []int
-	sent   *int
+	now     time.Time
+	onSleep func()
 }
 
 func (c *fakeClock) Now() time.Time { return c.now }
 func (c *fakeClock) Sleep(d time.Duration) {
-	c.sleeps = append(c.sleeps, d)
-	c.marks = append(c.marks, *c.sent)
 	c.now = c.now.Add(d)
+	if c.onSleep != nil {
+		c.onSleep()
+	}
+}
+
+// fakeSender is a sender on a fake clock that records what it publishes.
+func fakeSender(perSecond int) (*sender, *fakeClock, *[]published) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	var out []published
+	s := newSender(func(subject string, m routingtable.RegistryMessage) {
+		out = append(out, published{subject, m.URIs[0], clock.now})
+	}, newUnregistrationCache(3), perSecond, clock, nil, slog.New(slog.DiscardHandler))
+	return s, clock, &out
+}
+
+func msgs(n int, prefix string) []routingtable.RegistryMessage {
+	out := make([]routingtable.RegistryMessage, n)
+	for i := range out {
+		out[i] = msg(fmt.Sprintf("%s%d.example.com", prefix, i))
+	}
+	return out
+}
+
+// maxInWindow is the most messages published within any one-second window.
+func maxInWindow(out []published) int {
+	best, lo := 0, 0
+	for hi := range out {
+		for out[hi].at.Sub(out[lo].at) >= time.Second {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+func TestBulkSendsAreCappedInEveryWindow(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		perSecond, n      int
+		immediatePerSleep int
+		wantSeconds       float64 // the least the fake clock must have advanced
+	}{
+		{name: "one per second", perSecond: 1, n: 5, wantSeconds: 4},
+		{name: "small", perSecond: 10, n: 35, wantSeconds: 2.5},
+		{name: "10k", perSecond: 10_000, n: 50_000, wantSeconds: 4},
+		{name: "10k with immediate sends", perSecond: 10_000, n: 30_000, immediatePerSleep: 3, wantSeconds: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, clock, out := fakeSender(c.perSecond)
+			start := clock.now
+			immediate := 0
+			if c.immediatePerSleep > 0 {
+				clock.onSleep = func() {
+					s.emitNow(routingtable.Messages{Unregistrations: msgs(c.immediatePerSleep, fmt.Sprintf("gone%d-", immediate))})
+					immediate += c.immediatePerSleep
+				}
+			}
+			require.True(t, s.enqueue(&bulkBatch{msgs: msgs(c.n, "r")}))
+			sent, skipped := s.send(s.queue[0], func() bool { return false })
+			s.done()
+			assert.Equal(t, c.n, sent)
+			assert.Zero(t, skipped)
+			assert.Len(t, *out, c.n+immediate)
+			assert.LessOrEqual(t, maxInWindow(*out), c.perSecond, "messages in one window")
+			elapsed := clock.now.Sub(start).Seconds()
+			assert.GreaterOrEqual(t, elapsed, c.wantSeconds)
+			// Paced, not starved: about n/perSecond seconds (the cap's own slack aside).
+			assert.Less(t, elapsed, float64(c.n+immediate)/float64(c.perSecond)*1.25+0.5)
+		})
+	}
+}
+
+func TestImmediateSendsDelayBulkOnes(t *testing.T) {
+	s, clock, out := fakeSender(100)
+	start := clock.now
+	s.emitNow(routingtable.Messages{Unregistrations: msgs(100, "gone")})
+	s.enqueue(&bulkBatch{msgs: msgs(1, "r")})
+	s.send(s.queue[0], func() bool { return false })
+	require.Len(t, *out, 101)
+	assert.GreaterOrEqual(t, (*out)[100].at.Sub(start), time.Second, "the window was full")
+}
+
+func TestBulkSendStops(t *testing.T) {
+	s, _, out := fakeSender(10)
+	s.enqueue(&bulkBatch{msgs: msgs(100, "r")})
+	sent, _ := s.send(s.queue[0], func() bool { return len(*out) >= 20 })
+	assert.Equal(t, 20, sent)
+}
+
+func TestBulkRegisterSkipsWhatALaterEmitSuperseded(t *testing.T) {
+	s, _, out := fakeSender(1000)
+	a, b, c := msg("a.example.com"), msg("b.example.com"), msg("c.example.com")
+	s.emitNow(routingtable.Messages{Unregistrations: []routingtable.RegistryMessage{a}}) // before the batch: irrelevant
+	s.enqueue(&bulkBatch{msgs: []routingtable.RegistryMessage{a, b, c}})
+	// After the batch was queued: b went away, c got newer content from an event.
+	s.emitNow(routingtable.Messages{Unregistrations: []routingtable.RegistryMessage{b}})
+	newerC := c
+	newerC.Tags = map[string]string{"v": "2"}
+	s.emitNow(routingtable.Messages{Registrations: []routingtable.RegistryMessage{newerC}})
+	// A batch queued after b's unregister (b came back) must still register it.
+	s.enqueue(&bulkBatch{msgs: []routingtable.RegistryMessage{b}})
+
+	never := func() bool { return false }
+	sent, skipped := s.send(s.queue[0], never)
+	s.done()
+	assert.Equal(t, 1, sent)
+	assert.Equal(t, 2, skipped, "b's stale register and c's older content")
+	sent, skipped = s.send(s.queue[0], never)
+	s.done()
+	assert.Equal(t, 1, sent)
+	assert.Zero(t, skipped)
+
+	var got []string
+	for _, p := range *out {
+		got = append(got, p.subject+" "+p.uri)
+	}
+	assert.Equal(t, []string{
+		"router.unregister a.example.com", "router.unregister b.example.com", "router.register c.example.com",
+		"router.register a.example.com", "router.register b.example.com",
+	}, got)
+	assert.Zero(t, s.cache.len(), "the registers cancelled the cached unregisters")
+	assert.Empty(t, s.touched, "nothing tracked once the queue is empty")
+	s.emitNow(routingtable.Messages{Unregistrations: []routingtable.RegistryMessage{a}})
+	assert.Empty(t, s.touched, "nothing tracked while no batch waits")
+}
+
+func TestABroadcastWaitingDropsTheNext(t *testing.T) {
+	s, _, _ := fakeSender(10)
+	assert.True(t, s.enqueue(&bulkBatch{broadcast: true}))
+	assert.True(t, s.enqueue(&bulkBatch{msgs: msgs(1, "r")}), "sync batches always queue")
+	assert.False(t, s.enqueue(&bulkBatch{broadcast: true}))
+	s.send(s.queue[0], func() bool { return false })
+	s.done()
+	assert.True(t, s.enqueue(&bulkBatch{broadcast: true}), "once the first is sent")
+	assert.Equal(t, 2, s.queued())
 }

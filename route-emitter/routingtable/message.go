@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
+	"strings"
 )
 
 // RegistryMessage is gorouter's router.register / router.unregister JSON exactly
@@ -39,10 +40,16 @@ type CacheKey struct {
 	Protocol string
 }
 
-// CacheKey returns m's unregistration-cache identity.
+// CacheKey returns m's unregistration-cache identity. The URIs are joined by a NUL
+// (which no hostname holds); the usual single URI costs no allocation.
 func (m RegistryMessage) CacheKey() CacheKey {
-	uris, _ := json.Marshal(m.URIs)
-	return CacheKey{Host: m.Host, Port: m.Port, TLSPort: m.TLSPort, URIs: string(uris), Protocol: m.Protocol}
+	uris := ""
+	if len(m.URIs) == 1 {
+		uris = m.URIs[0]
+	} else if len(m.URIs) > 1 {
+		uris = strings.Join(m.URIs, "\x00")
+	}
+	return CacheKey{Host: m.Host, Port: m.Port, TLSPort: m.TLSPort, URIs: uris, Protocol: m.Protocol}
 }
 
 // sameContent reports whether a and b are equal apart from endpoint_updated_at_ns.

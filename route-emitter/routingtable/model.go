@@ -1,9 +1,12 @@
 package routingtable
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -213,4 +216,47 @@ func (a *Actual) setNetInfo(n *modelsv1.ActualLRPNetInfo) {
 			ContainerTLSProxyPort: p.GetContainerTlsProxyPort(), HostTLSProxyPort: p.GetHostTlsProxyPort(),
 		})
 	}
+}
+
+// equal reports whether d and o (either may be nil) hold the same values.
+func (d *Desired) equal(o *Desired) bool {
+	if d == nil || o == nil {
+		return d == o
+	}
+	if d.ProcessGUID != o.ProcessGUID || d.Domain != o.Domain || d.LogGUID != o.LogGUID || d.Instances != o.Instances ||
+		d.Tag != o.Tag || d.KeptRoutes != o.KeptRoutes || len(d.Routes) != len(o.Routes) || !maps.Equal(d.MetricTags, o.MetricTags) {
+		return false
+	}
+	for i := range d.Routes {
+		if !d.Routes[i].equal(&o.Routes[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// equal reports whether r and o hold the same values.
+func (r *Route) equal(o *Route) bool {
+	return slices.Equal(r.Hostnames, o.Hostnames) && r.Port == o.Port && r.RouteServiceURL == o.RouteServiceURL &&
+		r.IsolationSegment == o.IsolationSegment && r.Protocol == o.Protocol && bytes.Equal(r.Options, o.Options)
+}
+
+// equal reports whether a and o (either may be nil) hold the same values.
+func (a *Actual) equal(o *Actual) bool {
+	if a == nil || o == nil {
+		return a == o
+	}
+	if a.ProcessGUID != o.ProcessGUID || a.Index != o.Index || a.Presence != o.Presence || a.InstanceGUID != o.InstanceGUID ||
+		a.CellID != o.CellID || a.State != o.State || a.Routable != o.Routable || a.Address != o.Address ||
+		a.InstanceAddress != o.InstanceAddress || a.PreferInstance != o.PreferInstance || a.Since != o.Since ||
+		a.AvailabilityZone != o.AvailabilityZone || a.Tag != o.Tag || len(a.Ports) != len(o.Ports) {
+		return false
+	}
+	for i := range a.Ports {
+		x, y := a.Ports[i], o.Ports[i]
+		if x != y && (x == nil || y == nil || *x != *y) {
+			return false
+		}
+	}
+	return true
 }

@@ -20,6 +20,16 @@ type Snapshot struct {
 // only the old table has are kept rather than unregistered. Malformed routes are
 // reported; everything else is applied.
 func (t *Table) Sync(s Snapshot) (Messages, error) {
+	fresh, err := Build(s)
+	msgs, replayErr := t.SyncTo(fresh, s.Events, s.FreshDomains)
+	return msgs, errors.Join(err, replayErr)
+}
+
+// Build returns a table of the snapshot's desired and actual LRPs (its events and
+// domains are left to SyncTo). It touches no existing table, so a caller can build
+// without holding the lock that guards the live one; it computes no messages (SyncTo
+// does, for the processes that differ).
+func Build(s Snapshot) (*Table, error) {
 	fresh := New()
 	var errs []error
 	for _, info := range s.Desired {
@@ -27,34 +37,83 @@ func (t *Table) Sync(s Snapshot) (Messages, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		fresh.SetDesired(d)
+		fresh.built(d.ProcessGUID).setDesired(d)
 	}
 	for _, a := range s.Actuals {
-		fresh.SetActual(ActualFromLRP(a))
+		act := ActualFromLRP(a)
+		fresh.built(act.ProcessGUID).setActual(act)
 	}
-	for _, e := range s.Events {
+	return fresh, errors.Join(errs...)
+}
+
+// built returns the process of guid in a table being built, creating it (no copy: no
+// clone shares a table being built).
+func (t *Table) built(guid string) *process {
+	p := t.processes[guid]
+	if p == nil {
+		p = &process{actuals: map[rowKey]*Actual{}}
+		t.processes[guid] = p
+	}
+	return p
+}
+
+// SyncTo replays events onto fresh (a table from Build, which it consumes), keeps the
+// routes of processes whose domain is not fresh, replaces t's content with it and
+// returns the difference. Processes equal in both tables cost no message building.
+func (t *Table) SyncTo(fresh *Table, events []*modelsv1.Event, freshDomains []string) (Messages, error) {
+	var errs []error
+	for _, e := range events {
 		if _, err := fresh.ApplyEvent(e); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	fresh.keepStaleRoutes(t, s.FreshDomains)
+	fresh.keepStaleRoutes(t, freshDomains)
 
 	fresh.owners = t.owners
 	var msgs Messages
-	for guid := range union(t.processes, fresh.processes) {
-		old, now := t.processes[guid], fresh.processes[guid]
+	routes := 0
+	compare := func(old, now *process) {
+		if old != nil && now != nil && old.equal(now) {
+			routes += old.routes
+			return
+		}
 		if old == nil {
 			old = &process{}
 		}
 		if now == nil {
 			now = &process{}
 		}
-		msgs.merge(fresh.diff(old.items(), old.endpoints(), now.items()))
+		after := now.items()
+		now.routes = len(after) // now is fresh's own: no clone shares it yet
+		routes += len(after)
+		msgs.merge(fresh.diff(old.items(), old.endpoints(), after))
+	}
+	for guid, old := range t.processes {
+		compare(old, fresh.processes[guid])
+	}
+	for guid, now := range fresh.processes {
+		if t.processes[guid] == nil {
+			compare(nil, now)
+		}
 	}
 	SortMessages(msgs.Registrations)
 	SortMessages(msgs.Unregistrations)
-	t.processes, t.owners = fresh.processes, fresh.owners
+	t.processes, t.owners, t.routes = fresh.processes, fresh.owners, routes
 	return msgs, errors.Join(errs...)
+}
+
+// equal reports whether p and o hold the same desired LRP and rows (the same
+// registrations, then).
+func (p *process) equal(o *process) bool {
+	if !p.desired.equal(o.desired) || len(p.actuals) != len(o.actuals) {
+		return false
+	}
+	for k, a := range p.actuals {
+		if !a.equal(o.actuals[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // keepStaleRoutes carries over, for every process of old whose domain is not fresh, the
@@ -108,15 +167,4 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-func union(a, b map[string]*process) map[string]bool {
-	out := make(map[string]bool, len(a)+len(b))
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }

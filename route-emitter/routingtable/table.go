@@ -1,6 +1,7 @@
 package routingtable
 
 import (
+	"maps"
 	"net"
 	"sort"
 	"strconv"
@@ -41,10 +42,24 @@ type addressKey struct {
 	TLSPort uint32
 }
 
-// process is everything the table knows of one process guid.
+// process is everything the table knows of one process guid. A process in a table is
+// never mutated: a change replaces it with a modified copy (see change), so a Clone of
+// the table can be read while the table moves on.
 type process struct {
 	desired *Desired
 	actuals map[rowKey]*Actual
+	// routes is the number of its registrations when it was stored.
+	routes int
+}
+
+// copy returns a process that can be mutated without touching p (nil: a new one).
+func (p *process) copy() *process {
+	c := &process{actuals: map[rowKey]*Actual{}}
+	if p != nil {
+		c.desired = p.desired
+		maps.Copy(c.actuals, p.actuals)
+	}
+	return c
 }
 
 // Table is the HTTP routing table. It is not safe for concurrent use.
@@ -52,6 +67,8 @@ type Table struct {
 	processes map[string]*process
 	// owners remembers which instance holds each host:port (address collisions).
 	owners map[string]string
+	// routes is the number of registrations (kept current by every change).
+	routes int
 }
 
 // New returns an empty table.
@@ -59,37 +76,55 @@ func New() *Table {
 	return &Table{processes: map[string]*process{}, owners: map[string]string{}}
 }
 
-// entry returns the process of guid, creating it.
+// Clone returns a read-only copy of the table that later changes to t do not affect
+// (cheap: processes are shared, being replaced rather than mutated). The clone can be
+// read (Registrations, Routes, MarshalJSON, RouteCount) while t changes on.
+func (t *Table) Clone() *Table {
+	return &Table{processes: maps.Clone(t.processes), owners: map[string]string{}, routes: t.routes}
+}
+
+// entry returns the process of guid for mutation, replacing the shared one by a copy.
+// Only a table being built that no Clone shares may use it.
 func (t *Table) entry(guid string) *process {
-	p := t.processes[guid]
-	if p == nil {
-		p = &process{actuals: map[rowKey]*Actual{}}
-		t.processes[guid] = p
-	}
+	p := t.processes[guid].copy()
+	t.processes[guid] = p
 	return p
 }
 
-// change runs mutate on the process of guid and returns the messages the difference
-// requires.
+// change runs mutate on a copy of the process of guid, stores the copy and returns the
+// messages the difference requires.
 func (t *Table) change(guid string, mutate func(p *process)) Messages {
-	p := t.entry(guid)
-	before, beforeEndpoints := p.items(), p.endpoints()
+	old := t.processes[guid]
+	var before map[itemKey]item
+	var beforeEndpoints map[endpointKey]bool
+	if old != nil {
+		before, beforeEndpoints = old.items(), old.endpoints()
+	}
+	p := old.copy()
 	mutate(p)
-	msgs := t.diff(before, beforeEndpoints, p.items())
+	after := p.items()
+	msgs := t.diff(before, beforeEndpoints, after)
+	t.routes += len(after) - len(before)
+	p.routes = len(after)
 	if p.desired == nil && len(p.actuals) == 0 {
 		delete(t.processes, guid)
+	} else {
+		t.processes[guid] = p
 	}
 	return msgs
 }
 
 // SetDesired stores d unless the table holds a newer version of it.
 func (t *Table) SetDesired(d Desired) Messages {
-	return t.change(d.ProcessGUID, func(p *process) {
-		if p.desired != nil && !p.desired.replacedBy(d) {
-			return
-		}
-		p.desired = &d
-	})
+	return t.change(d.ProcessGUID, func(p *process) { p.setDesired(d) })
+}
+
+// setDesired stores d in p unless p holds a newer version.
+func (p *process) setDesired(d Desired) {
+	if p.desired != nil && !p.desired.replacedBy(d) {
+		return
+	}
+	p.desired = &d
 }
 
 // RemoveDesired forgets the desired LRP of guid: every route of it is unregistered.
@@ -108,13 +143,16 @@ func (t *Table) HasDesired(guid string) bool {
 
 // SetActual stores the ActualLRP row a unless the table holds a newer version of it.
 func (t *Table) SetActual(a Actual) Messages {
-	return t.change(a.ProcessGUID, func(p *process) {
-		k := rowKey{a.Index, a.Presence}
-		if old := p.actuals[k]; old != nil && !old.Tag.SucceededBy(a.Tag) {
-			return
-		}
-		p.actuals[k] = &a
-	})
+	return t.change(a.ProcessGUID, func(p *process) { p.setActual(a) })
+}
+
+// setActual stores the row a in p unless p holds a newer version of it.
+func (p *process) setActual(a Actual) {
+	k := rowKey{a.Index, a.Presence}
+	if old := p.actuals[k]; old != nil && !old.Tag.SucceededBy(a.Tag) {
+		return
+	}
+	p.actuals[k] = &a
 }
 
 // RemoveActual forgets the ActualLRP row a, unless the table holds a newer version.

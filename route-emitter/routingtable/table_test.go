@@ -225,6 +225,7 @@ func TestSync(t *testing.T) {
 			}
 			msgs, err := table.Sync(c.snapshot)
 			require.NoError(t, err)
+			assert.Equal(t, len(table.Registrations()), table.RouteCount(), "route count after the sync")
 			assert.Equal(t, c.reg, briefs(msgs.Registrations), "registrations")
 			assert.Equal(t, c.unrg, briefs(msgs.Unregistrations), "unregistrations")
 			again, err := table.Sync(c.snapshot)
@@ -298,4 +299,44 @@ func uris(ms []RegistryMessage) []string {
 		out = append(out, m.URIs...)
 	}
 	return out
+}
+
+func TestCloneIsUnaffectedByLaterChanges(t *testing.T) {
+	table := New()
+	table.ApplyEvent(ev(desiredLRP(t, 3, 1, route(8080, "a.example.com"))))
+	table.ApplyEvent(ev(actualLRP(0, ordinary, 1)))
+	table.ApplyEvent(ev(actualLRP(1, ordinary, 1)))
+	clone := table.Clone()
+	before, err := json.Marshal(clone)
+	require.NoError(t, err)
+	want := briefs(clone.Registrations())
+
+	// Every kind of change to the original: a row added, changed, removed, the routes
+	// changed, the desired LRP removed.
+	table.ApplyEvent(ev(actualLRP(2, ordinary, 1)))
+	table.ApplyEvent(actualRemoved(actualLRP(0, ordinary, 1)))
+	table.ApplyEvent(ev(desiredLRP(t, 3, 2, route(8080, "b.example.com"))))
+	table.RemoveDesired("web")
+
+	after, err := json.Marshal(clone)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "the clone's content")
+	assert.Equal(t, want, briefs(clone.Registrations()))
+	assert.Equal(t, 2, clone.RouteCount())
+	assert.Zero(t, table.RouteCount())
+}
+
+func TestRouteCountFollowsEveryChange(t *testing.T) {
+	table := New()
+	for i, e := range []*modelsv1.Event{
+		ev(actualLRP(0, ordinary, 1)),
+		ev(desiredLRP(t, 2, 1, route(8080, "a.example.com", "b.example.com"))),
+		ev(actualLRP(1, ordinary, 1)),
+		ev(actualLRP(1, evacuating, 1)),
+		ev(desiredLRP(t, 1, 2, route(8080, "a.example.com"))),
+		actualRemoved(actualLRP(0, ordinary, 1)),
+	} {
+		table.ApplyEvent(e)
+		assert.Equal(t, len(table.Registrations()), table.RouteCount(), "after event %d", i)
+	}
 }

@@ -149,6 +149,9 @@ type fakeEmitter struct {
 	mu    sync.Mutex
 	reg   []routingtable.RegistryMessage
 	unreg []routingtable.RegistryMessage
+	// bulk counts the registrations handed over paced (EmitBulk; also in reg).
+	bulk       int
+	broadcasts int
 }
 
 func (e *fakeEmitter) Emit(m routingtable.Messages) {
@@ -157,7 +160,24 @@ func (e *fakeEmitter) Emit(m routingtable.Messages) {
 	e.reg = append(e.reg, m.Registrations...)
 	e.unreg = append(e.unreg, m.Unregistrations...)
 }
-func (e *fakeEmitter) RequestBroadcast()        {}
+func (e *fakeEmitter) EmitBulk(regs []routingtable.RegistryMessage) {
+	e.Emit(routingtable.Messages{Registrations: regs})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.bulk += len(regs)
+}
+func (e *fakeEmitter) RequestBroadcast() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.broadcasts++
+}
+
+// paced returns the registrations handed over paced and the broadcasts requested.
+func (e *fakeEmitter) paced() (bulk, broadcasts int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.bulk, e.broadcasts
+}
 func (e *fakeEmitter) SetSource(emitter.Source) {}
 
 func (e *fakeEmitter) counts() (int, int) {

@@ -40,9 +40,10 @@ type BBS interface {
 	ListDomains(ctx context.Context, in *bbsv1.ListDomainsRequest, opts ...grpc.CallOption) (*bbsv1.ListDomainsResponse, error)
 }
 
-// Emitter is where the watcher sends messages.
+// Emitter is where the watcher sends messages: Emit at once, EmitBulk paced.
 type Emitter interface {
 	Emit(routingtable.Messages)
+	EmitBulk([]routingtable.RegistryMessage)
 	RequestBroadcast()
 	SetSource(emitter.Source)
 }
@@ -56,13 +57,18 @@ type Options struct {
 	Timeout time.Duration
 	// StateFile keeps the cursor and the table; empty = none.
 	StateFile string
-	// SaveDelay debounces state file writes (default 1 s).
+	// SaveDelay debounces state file writes (default 1 s). Saves are also spaced by
+	// saveCostFactor times the cost of the last one, so that saving a large table takes a
+	// small share of the time (the journal covers what was published in between).
 	SaveDelay time.Duration
 	// MaxBackoff bounds the wait between stream reconnects (default 5 s).
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
 	Metrics    *metrics.Metrics
 }
+
+// saveCostFactor spaces state saves by this many times the cost of the last one.
+const saveCostFactor = 20
 
 // Watcher keeps the routing table current. Its methods are safe for concurrent use.
 type Watcher struct {
@@ -79,6 +85,9 @@ type Watcher struct {
 	lastSync time.Time
 	dirty    bool
 	active   bool
+	// lastSave and saveCost (how long it took) space saves (Run's goroutine only).
+	lastSave time.Time
+	saveCost time.Duration
 	// journal records what is handed to the emitter (nil without a state file).
 	journal *journal
 	// pending is what the routers may have been told before this start, kept until the
@@ -107,6 +116,7 @@ func (w *Watcher) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	defer w.closeJournal()
 	w.mu.Lock()
 	w.active = true
+	loaded := w.table.RouteCount()
 	w.mu.Unlock()
 	w.emit.SetSource(w.registrations)
 	defer w.emit.SetSource(nil)
@@ -115,7 +125,7 @@ func (w *Watcher) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); w.stream(ctx) }()
-	go func() { defer wg.Done(); w.syncLoop(ctx) }()
+	go func() { defer wg.Done(); w.syncLoop(ctx, loaded) }()
 	close(ready)
 
 	save := time.NewTicker(w.opts.SaveDelay)
@@ -128,7 +138,12 @@ func (w *Watcher) Run(signals <-chan os.Signal, ready chan<- struct{}) error {
 			w.save()
 			return nil
 		case <-save.C:
-			w.save()
+			if time.Since(w.lastSave) >= saveCostFactor*w.saveCost {
+				start := time.Now()
+				if w.save() {
+					w.lastSave, w.saveCost = time.Now(), time.Since(start)
+				}
+			}
 			w.updateRouteCount()
 		}
 	}
@@ -169,10 +184,30 @@ func (w *Watcher) closeJournal() {
 	}
 }
 
-// publish journals msgs and hands them to the emitter. The caller holds w.mu.
+// publish journals msgs and hands them to the emitter to send at once. The caller
+// holds w.mu.
 func (w *Watcher) publish(msgs routingtable.Messages) {
+	if w.record(msgs) {
+		w.emit.Emit(msgs)
+	}
+}
+
+// publishSync journals a sync's messages and hands them to the emitter: the
+// unregistrations at once, the registrations to the paced bulk sender. The caller holds
+// w.mu.
+func (w *Watcher) publishSync(msgs routingtable.Messages) {
+	if w.record(msgs) {
+		w.emit.Emit(routingtable.Messages{Unregistrations: msgs.Unregistrations, AddressCollisions: msgs.AddressCollisions})
+		w.emit.EmitBulk(msgs.Registrations)
+	}
+}
+
+// record journals msgs before they are handed on (a bulk registration that a crash
+// keeps from going out is harmless: the next start unregisters it or registers it again)
+// and reports whether there is anything to send. The caller holds w.mu.
+func (w *Watcher) record(msgs routingtable.Messages) bool {
 	if msgs.Empty() {
-		return
+		return false
 	}
 	if w.journal != nil {
 		if err := w.journal.append(msgs); err != nil {
@@ -182,7 +217,7 @@ func (w *Watcher) publish(msgs routingtable.Messages) {
 	if w.pending != nil {
 		w.pending.apply(msgs)
 	}
-	w.emit.Emit(msgs)
+	return true
 }
 
 // unregisterStale, after the first sync following a start, unregisters what the routers
@@ -205,11 +240,17 @@ func seqAttr(s *uint64) any {
 	return *s
 }
 
-// registrations is the emitter's re-broadcast source.
+// registrations is the emitter's re-broadcast source: built from a copy of the table
+// taken under the lock, outside it.
 func (w *Watcher) registrations() []routingtable.RegistryMessage {
+	return w.snapshot().Registrations()
+}
+
+// snapshot is a read-only copy of the table (cheap: see routingtable.Table.Clone).
+func (w *Watcher) snapshot() *routingtable.Table {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.table.Registrations()
+	return w.table.Clone()
 }
 
 // stream subscribes from the cursor and applies events; any error reconnects after a
@@ -330,8 +371,9 @@ func (w *Watcher) requestSync() {
 }
 
 // syncLoop syncs at once, every sync interval and on request; until the first success
-// it retries with a backoff.
-func (w *Watcher) syncLoop(ctx context.Context) {
+// it retries with a backoff. After it, a broadcast sends the loaded routes (loaded: how
+// many the state file held) that the sync did not change.
+func (w *Watcher) syncLoop(ctx context.Context, loaded int) {
 	first := true
 	retry := 100 * time.Millisecond
 	for {
@@ -345,7 +387,11 @@ func (w *Watcher) syncLoop(ctx context.Context) {
 			}
 		} else if err == nil && first {
 			first = false
-			w.emit.RequestBroadcast() // routes loaded from the state file reach the routers
+			if loaded > 0 {
+				// Routes loaded from the state file that the sync did not change reach the
+				// routers (a fresh start's sync registered everything already).
+				w.emit.RequestBroadcast()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -356,14 +402,20 @@ func (w *Watcher) syncLoop(ctx context.Context) {
 	}
 }
 
-// Sync fetches the actual LRPs, the routing infos and the fresh domains, rebuilds the
-// table with the events that arrived meanwhile, and emits the difference.
+// Sync fetches the actual LRPs, the routing infos and the fresh domains, builds a table
+// of them (outside the lock), replays onto it the events that arrived meanwhile, and
+// emits the difference: unregistrations at once, registrations paced.
 func (w *Watcher) Sync(ctx context.Context) error {
 	start := time.Now()
 	w.mu.Lock()
 	w.syncing, w.cached = true, nil
 	w.mu.Unlock()
 	snapshot, err := w.fetch(ctx)
+	var fresh *routingtable.Table
+	var buildErr error
+	if err == nil {
+		fresh, buildErr = routingtable.Build(snapshot)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.syncing = false
@@ -372,11 +424,11 @@ func (w *Watcher) Sync(ctx context.Context) error {
 		return err
 	}
 	snapshot.Events, w.cached = w.cached, nil
-	msgs, err := w.table.Sync(snapshot)
-	if err != nil {
+	msgs, err := w.table.SyncTo(fresh, snapshot.Events, snapshot.FreshDomains)
+	if err = errors.Join(buildErr, err); err != nil {
 		w.log.Error("invalid-routes", "error", err.Error())
 	}
-	w.publish(msgs)
+	w.publishSync(msgs)
 	w.unregisterStale()
 	w.lastSync, w.dirty = time.Now(), true
 	w.opts.Metrics.SyncDuration(time.Since(start))
@@ -441,25 +493,28 @@ func (w *Watcher) updateRouteCount() {
 	w.opts.Metrics.Routes(n)
 }
 
-// save writes the state file when something changed: under the lock it marshals the
-// snapshot and moves the journal to the next epoch, then writes the file (recording that
-// epoch as the first not covered) and deletes the journals the snapshot covers.
-func (w *Watcher) save() {
+// save writes the state file when something changed and reports whether it wrote.
+// Under the lock it takes a copy of the table and the cursor and moves the journal to
+// the next epoch; outside it, it marshals, writes the file (recording that epoch as the
+// first not covered) and deletes the journals the snapshot covers. Events applied
+// after the copy are journaled in the new epoch and replayed from the cursor after a
+// crash (re-applying one the copy holds changes nothing: modification tags).
+func (w *Watcher) save() bool {
 	if w.journal == nil {
-		return
+		return false
 	}
 	w.mu.Lock()
 	if !w.dirty {
 		w.mu.Unlock()
-		return
+		return false
 	}
-	st := state{Sequence: w.cursor, Table: w.table, JournalEpoch: w.journal.rotate()}
+	st := state{Sequence: w.cursor, Table: w.table.Clone(), JournalEpoch: w.journal.rotate()}
 	if w.pending != nil {
 		st.Published = w.pending.list()
 	}
-	data, err := json.Marshal(st)
 	w.dirty = false
 	w.mu.Unlock()
+	data, err := json.Marshal(st)
 	if err == nil {
 		err = saveState(w.opts.StateFile, data)
 	}
@@ -468,11 +523,12 @@ func (w *Watcher) save() {
 		w.mu.Lock()
 		w.dirty = true
 		w.mu.Unlock()
-		return
+		return false
 	}
 	if err := removeJournalsBefore(w.opts.StateFile, st.JournalEpoch); err != nil {
 		w.log.Error("journal-remove-failed", "error", err.Error())
 	}
+	return true
 }
 
 // Status is what ListRoutes reports besides the routes.
@@ -500,9 +556,11 @@ func (w *Watcher) Status() Status {
 // Routes lists the table (empty while standby).
 func (w *Watcher) Routes(f routingtable.Filter) []*routeemitterv1.Route {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if !w.active {
+		w.mu.Unlock()
 		return nil
 	}
-	return w.table.Routes(f)
+	t := w.table.Clone()
+	w.mu.Unlock()
+	return t.Routes(f)
 }

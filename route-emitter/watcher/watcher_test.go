@@ -141,3 +141,42 @@ func TestEventsDuringASyncAreReplayed(t *testing.T) {
 	defer w.mu.Unlock()
 	assert.Len(t, w.cached, 1)
 }
+
+// TestSyncRegistrationsArePacedEventOnesAreNot: a sync hands its registrations to the
+// paced sender and its unregistrations to the immediate one; events go out at once. A
+// fresh start (nothing loaded) needs no broadcast after its first sync; a start with a
+// loaded table does.
+func TestSyncRegistrationsArePacedEventOnesAreNot(t *testing.T) {
+	dir := t.TempDir()
+	bbs := newFakeBBS()
+	bbs.desired = []*modelsv1.DesiredLRPRoutingInfo{{ProcessGuid: "web", Domain: "cf-apps", LogGuid: "app", Instances: 2,
+		Routes: desired(t).Routes, ModificationTag: desired(t).ModificationTag}}
+	bbs.actuals = []*modelsv1.ActualLRP{actual(0)}
+	em := &fakeEmitter{}
+	w, p := start(t, bbs, em, filepath.Join(dir, "state.json"))
+	require.Eventually(t, func() bool { return w.Status().Synced }, waitFor, pollEvery)
+	bulk, broadcasts := em.paced()
+	assert.Equal(t, []int{1, 0}, []int{bulk, broadcasts}, "the first sync's registration is paced; no broadcast after a fresh start")
+
+	bbs.publish(created(actual(1)))
+	require.Eventually(t, func() bool { r, _ := em.counts(); return r == 2 }, waitFor, pollEvery)
+	bulk, _ = em.paced()
+	assert.Equal(t, 1, bulk, "an event's registration goes out at once")
+
+	// The BBS lost instance 0 without an event: the next sync unregisters it at once.
+	bbs.mu.Lock()
+	bbs.actuals = []*modelsv1.ActualLRP{actual(1)}
+	bbs.mu.Unlock()
+	require.NoError(t, w.Sync(t.Context()))
+	r, u := em.counts()
+	bulk, _ = em.paced()
+	assert.Equal(t, []int{2, 1, 1}, []int{r, u, bulk})
+
+	// A restart with the saved table asks for a broadcast after its first sync.
+	p.Signal(os.Interrupt)
+	<-p.Wait()
+	em2 := &fakeEmitter{}
+	w2, _ := start(t, bbs, em2, filepath.Join(dir, "state.json"))
+	require.Eventually(t, func() bool { return w2.Status().Synced }, waitFor, pollEvery)
+	require.Eventually(t, func() bool { _, b := em2.paced(); return b == 1 }, waitFor, pollEvery, "broadcast of the loaded routes")
+}
