@@ -19,10 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"drover.dev/bbs/client"
-	"drover.dev/bbs/store/storetest"
-	"drover.dev/lib/devcerts"
 	"drover.dev/lib/proctest"
-	"drover.dev/lib/tlsconfig"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
@@ -58,41 +55,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// realBBS starts the bbs binary on a fresh database (Postgres from scripts/postgres.sh
-// start) with dev certificates; it returns a client, the address and the cert files.
-func realBBS(t *testing.T) (*client.Client, string, func(string) tlsconfig.Files) {
+// realBBS starts the bbs binary on a fresh database and returns a client, its gRPC
+// address and the test certificates.
+func realBBS(t *testing.T) (*client.Client, string, certFiles) {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, devcerts.WriteDevCerts(dir))
-	ca, err := devcerts.LoadOrCreateCA(dir)
-	require.NoError(t, err)
-	require.NoError(t, devcerts.EnsureCert(ca, dir, "route-emitter", "route-emitter", []string{"127.0.0.1"}))
-	files := func(name string) tlsconfig.Files {
-		return tlsconfig.Files{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
-	}
+	certs := testCerts(t)
 	addr := proctest.FreeAddress(t)
-	p := proctest.Start(t, "bbs", filepath.Join(binDir, "bbs"), "-config", proctest.WriteJSON(t, "bbs.json", map[string]any{
-		"grpc_address": addr, "http_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
-		"database_url": storetest.NewDatabase(t), "tls": files("bbs"),
-		"encryption_keys": map[string]string{"k1": "a passphrase for tests"}, "active_key_label": "k1",
-	}))
-	clientTLS, err := files("client").Client()
-	require.NoError(t, err)
-	c, err := client.New(addr, clientTLS)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.Exited():
-			t.Fatalf("bbs exited: %v\n%s", p.Err(), p.Output())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := c.ListDomains(ctx, &bbsv1.ListDomainsRequest{})
-		return err == nil
-	}, waitTimeout, pollEvery, "bbs answers")
-	return c, addr, files
+	return startBBSAt(t, addr, certs), addr, certs
 }
 
 // startNATS runs an embedded NATS server on an OS-chosen port.
