@@ -68,7 +68,7 @@ func TestEveryFieldIsRead(t *testing.T) {
 	  "encryption_keys": {"old": "a", "new": "b"}, "active_key_label": "new",
 	  "auctioneer_address": "auctioneer.service.drover.internal:9016",
 	  "event_retention": "90m", "event_retention_count": 10, "max_request_body_bytes": 2048,
-	  "max_task_retries": 0, "log_level": "debug"
+	  "max_task_retries": 0, "log_level": "debug", "cell_identity_prefix": "rep:"
 	}`))
 	require.NoError(t, err)
 	require.Equal(t, Config{
@@ -78,7 +78,7 @@ func TestEveryFieldIsRead(t *testing.T) {
 		EncryptionKeys: map[string]string{"old": "a", "new": "b"}, ActiveKeyLabel: "new",
 		AuctioneerAddress: "auctioneer.service.drover.internal:9016",
 		EventRetention:    cfg.EventRetention, EventRetentionCount: 10, MaxRequestBodyBytes: 2048,
-		MaxTaskRetries: 0, LogLevel: "debug",
+		MaxTaskRetries: 0, LogLevel: "debug", CellIdentityPrefix: "rep:",
 	}, *cfg)
 	require.Equal(t, 90*time.Minute, cfg.EventRetention.Duration())
 	require.Equal(t, "key", cfg.TLS.KeyFile)
