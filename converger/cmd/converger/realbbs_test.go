@@ -4,15 +4,12 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"drover.dev/bbs/bbstest"
 	"drover.dev/bbs/client"
-	"drover.dev/bbs/store/storetest"
-	"drover.dev/lib/devcerts"
 	"drover.dev/lib/proctest"
 	"drover.dev/lib/tlsconfig"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -23,39 +20,9 @@ import (
 // start) with dev certificates, and returns a client of it and the client certificate.
 func realBBS(t *testing.T) (*client.Client, string, tlsconfig.Files) {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, devcerts.WriteDevCerts(dir))
-	files := func(name string) tlsconfig.Files {
-		return tlsconfig.Files{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
-	}
+	certs := bbstest.NewCerts(t)
 	addr := proctest.FreeAddress(t)
-	p := proctest.Start(t, "bbs", filepath.Join(binDir, "bbs"), "-config", proctest.WriteJSON(t, "bbs.json", map[string]any{
-		"grpc_address":     addr,
-		"http_address":     proctest.FreeAddress(t),
-		"debug_address":    proctest.FreeAddress(t),
-		"database_url":     storetest.NewDatabase(t),
-		"tls":              files("bbs"),
-		"encryption_keys":  map[string]string{"k1": "a passphrase for tests"},
-		"active_key_label": "k1",
-		"log_level":        "debug",
-	}))
-	clientTLS, err := files("client").Client()
-	require.NoError(t, err)
-	c, err := client.New(addr, clientTLS)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.Exited():
-			t.Fatalf("bbs exited: %v\n%s", p.Err(), p.Output())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		resp, err := healthpb.NewHealthClient(c.Conn).Check(ctx, &healthpb.HealthCheckRequest{})
-		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
-	}, waitTimeout, pollEvery, "bbs SERVING")
-	return c, addr, files("client")
+	return bbstest.Start(t, filepath.Join(binDir, "bbs"), addr, certs), addr, certs("client")
 }
 
 // TestConvergerAgainstARealBBS: two UNCLAIMED instances nobody places go stale, the

@@ -19,11 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"drover.dev/bbs/bbstest"
 	"drover.dev/bbs/client"
-	"drover.dev/bbs/store/storetest"
-	"drover.dev/lib/devcerts"
 	"drover.dev/lib/proctest"
-	"drover.dev/lib/tlsconfig"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"drover.dev/route-emitter/config"
@@ -37,23 +35,11 @@ import (
 
 // certFiles names the certificate and key of name (bbs, client, route-emitter, nats)
 // under one dev CA.
-type certFiles func(name string) tlsconfig.Files
+type certFiles = bbstest.Certs
 
-// testCerts writes a dev CA with bbs and client certificates (devcerts.WriteDevCerts)
-// plus route-emitter and nats server certificates for 127.0.0.1.
-func testCerts(t *testing.T) certFiles {
-	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, devcerts.WriteDevCerts(dir))
-	ca, err := devcerts.LoadOrCreateCA(dir)
-	require.NoError(t, err)
-	for _, name := range []string{"route-emitter", "nats"} {
-		require.NoError(t, devcerts.EnsureCert(ca, dir, name, name, []string{"127.0.0.1"}))
-	}
-	return func(name string) tlsconfig.Files {
-		return tlsconfig.Files{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
-	}
-}
+// testCerts writes a dev CA with bbs and client certificates plus route-emitter and
+// nats server certificates for 127.0.0.1.
+func testCerts(t *testing.T) certFiles { return bbstest.NewCerts(t, "route-emitter", "nats") }
 
 // bbsClient connects to the BBS at addr with the dev client certificate (CN
 // drover-client: no "cell:" prefix, so it may act for any cell).
@@ -68,27 +54,10 @@ func bbsClient(t *testing.T, addr string, certs certFiles) *client.Client {
 }
 
 // startBBSAt runs the bbs binary on a fresh database (Postgres from
-// scripts/postgres.sh start) serving gRPC on addr, and waits until it answers.
+// scripts/postgres.sh start) serving gRPC on addr, and waits until it is SERVING.
 func startBBSAt(t *testing.T, addr string, certs certFiles) *client.Client {
 	t.Helper()
-	p := proctest.Start(t, "bbs", filepath.Join(binDir, "bbs"), "-config", proctest.WriteJSON(t, "bbs.json", map[string]any{
-		"grpc_address": addr, "http_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
-		"database_url": storetest.NewDatabase(t), "tls": certs("bbs"),
-		"encryption_keys": map[string]string{"k1": "a passphrase for tests"}, "active_key_label": "k1",
-	}))
-	c := bbsClient(t, addr, certs)
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.Exited():
-			t.Fatalf("bbs exited: %v\n%s", p.Err(), p.Output())
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := c.ListDomains(ctx, &bbsv1.ListDomainsRequest{})
-		return err == nil
-	}, waitTimeout, pollEvery, "bbs answers on %s", addr)
-	return c
+	return bbstest.Start(t, filepath.Join(binDir, "bbs"), addr, certs)
 }
 
 // emitterUnderTest is a running route-emitter binary and its configuration.
