@@ -1,16 +1,10 @@
 package devstack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/client"
 	convergerconfig "drover.dev/converger/config"
@@ -30,8 +24,6 @@ const (
 	// convergerLockOwner is the lock owner every stack's converger uses, so that Healthy
 	// can tell it holds the lock.
 	convergerLockOwner = "devstack-converger"
-	// convergerStartedMessage is the log line the converger writes once it is ready.
-	convergerStartedMessage = `"msg":"converger-started"`
 )
 
 // DefaultConvergerDebugPort is the dev stack's converger debug port.
@@ -42,10 +34,6 @@ type Converger struct {
 	Service
 	Config convergerconfig.Config `json:"config"`
 	Certs  Certs                  `json:"certs"`
-
-	// logStart is the size of stdout.log when this value last started the converger:
-	// Healthy looks for converger-started after it (the log is appended to).
-	logStart int64
 }
 
 // DebugURL is the base URL of the converger's debug server (/metrics).
@@ -53,10 +41,6 @@ func (c *Converger) DebugURL() string { return "http://" + c.Config.DebugAddress
 
 // Start writes the configuration, starts the converger and waits until it is Healthy.
 func (c *Converger) Start(ctx context.Context) error {
-	c.logStart = 0
-	if fi, err := os.Stat(c.StdoutPath()); err == nil {
-		c.logStart = fi.Size()
-	}
 	return c.start(ctx, c.Config, ComponentStartTimeout, c.Healthy)
 }
 
@@ -69,25 +53,19 @@ func (c *Converger) Restart(ctx context.Context) error {
 }
 
 // Healthy reports whether the converger is ready: its debug server answers and it holds
-// the converger lock (the BBS's status names its lock owner) or, with a BBS that does
-// not report the owner, it logged converger-started since it was started.
+// the converger lock (the BBS's status names its lock owner).
 func (c *Converger) Healthy(ctx context.Context) error {
 	if err := checkHTTP(ctx, c.DebugURL()+"/healthz"); err != nil {
 		return err
 	}
 	owner, err := c.lockOwner(ctx)
 	switch {
-	case err == nil && owner == c.Config.LockOwner:
-		return nil
-	case err == nil:
-		return fmt.Errorf("the converger lock is held by %q, not %q", owner, c.Config.LockOwner)
-	case status.Code(err) != codes.Unimplemented:
+	case err != nil:
 		return err
+	case owner != c.Config.LockOwner:
+		return fmt.Errorf("the converger lock is held by %q, not %q", owner, c.Config.LockOwner)
 	}
-	if c.loggedStarted() {
-		return nil
-	}
-	return fmt.Errorf("%s did not log converger-started yet", c.Name)
+	return nil
 }
 
 // lockOwner asks the BBS who holds the converger lock.
@@ -108,26 +86,6 @@ func (c *Converger) lockOwner(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return resp.GetLockOwner(), nil
-}
-
-// loggedStarted reports whether stdout.log holds converger-started after logStart.
-func (c *Converger) loggedStarted() bool {
-	return loggedSince(c.StdoutPath(), c.logStart, convergerStartedMessage)
-}
-
-// loggedSince reports whether the file at path holds text after offset (a service's
-// log, appended to by each start).
-func loggedSince(path string, offset int64, text string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return false
-	}
-	data, err := io.ReadAll(f)
-	return err == nil && bytes.Contains(data, []byte(text))
 }
 
 // newConverger describes the stack's converger, converging every interval.

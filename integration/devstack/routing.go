@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -57,8 +56,6 @@ type RouteEmitter struct {
 	Service
 	Config reconfig.Config `json:"config"`
 	Certs  Certs           `json:"certs"`
-
-	logStart int64
 }
 
 // Address is host:port of the route-emitter's gRPC server.
@@ -69,10 +66,6 @@ func (e *RouteEmitter) DebugURL() string { return "http://" + e.Config.DebugAddr
 
 // Start writes the configuration, starts the route-emitter and waits until it is Healthy.
 func (e *RouteEmitter) Start(ctx context.Context) error {
-	e.logStart = 0
-	if fi, err := os.Stat(e.StdoutPath()); err == nil {
-		e.logStart = fi.Size()
-	}
 	return e.start(ctx, e.Config, ComponentStartTimeout, e.Healthy)
 }
 
@@ -90,7 +83,7 @@ func (e *RouteEmitter) Healthy(ctx context.Context) error {
 	if err := checkHTTP(ctx, e.DebugURL()+"/healthz"); err != nil {
 		return err
 	}
-	if !loggedSince(e.StdoutPath(), e.logStart, routeEmitterStartedMessage) {
+	if !e.LoggedSinceStart(routeEmitterStartedMessage) {
 		return fmt.Errorf("%s did not log route-emitter-started yet", e.Name)
 	}
 	return nil

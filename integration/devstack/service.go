@@ -1,9 +1,11 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +30,9 @@ type Service struct {
 
 	mu   sync.Mutex
 	proc *process
+	// logStart is the size of stdout.log when the service was last started (the log is
+	// appended to), so that LoggedSinceStart looks at this run's lines only.
+	logStart int64
 }
 
 // ConfigPath is the service's configuration file.
@@ -59,6 +64,10 @@ func (s *Service) start(ctx context.Context, config any, timeout time.Duration, 
 	if err := writeConfig(s.ConfigPath(), config); err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}
+	s.logStart = 0
+	if fi, err := os.Stat(s.StdoutPath()); err == nil {
+		s.logStart = fi.Size()
+	}
 	proc, err := spawn(s.Binary, []string{"-config", s.ConfigPath()}, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
@@ -75,6 +84,21 @@ func (s *Service) start(ctx context.Context, config any, timeout time.Duration, 
 		return fmt.Errorf("%s did not become healthy: %w\n%s", s.Name, err, s.LogTail(40))
 	}
 	return nil
+}
+
+// LoggedSinceStart reports whether the service wrote text to stdout.log since it was
+// last started.
+func (s *Service) LoggedSinceStart(text string) bool {
+	f, err := os.Open(s.StdoutPath())
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.logStart, io.SeekStart); err != nil {
+		return false
+	}
+	data, err := io.ReadAll(f)
+	return err == nil && bytes.Contains(data, []byte(text))
 }
 
 // Stop sends SIGTERM and waits for the service to exit, killing it after StopGrace.
