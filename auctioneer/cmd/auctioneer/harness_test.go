@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -26,26 +24,11 @@ import (
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
-// auctioneerBinary is the auctioneer command, built once by TestMain.
-var auctioneerBinary string
+// binDir holds the auctioneer binary TestMain builds.
+var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "auctioneer-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	auctioneerBinary = filepath.Join(dir, "auctioneer")
-	build := exec.Command("go", "build", "-o", auctioneerBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building auctioneer:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.BuildAndRun(m, &binDir, map[string]string{".": "auctioneer"})
 }
 
 // certs is a dev CA directory: components use the "bbs" certificate (127.0.0.1, server
@@ -219,7 +202,7 @@ func (f *fakeRep) work() []string {
 // startAuctioneer writes cfg and runs the binary; it is killed at cleanup if still running.
 func startAuctioneer(t *testing.T, cfg map[string]any) *proctest.Process {
 	t.Helper()
-	return proctest.Start(t, "auctioneer", auctioneerBinary, "-config", proctest.WriteJSON(t, "auctioneer.json", cfg))
+	return proctest.Start(t, "auctioneer", filepath.Join(binDir, "auctioneer"), "-config", proctest.WriteJSON(t, "auctioneer.json", cfg))
 }
 
 // healthStatus is the overall health status, or UNKNOWN when the check fails.

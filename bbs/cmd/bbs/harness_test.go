@@ -5,10 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,26 +21,11 @@ import (
 	"drover.dev/lib/tlsconfig"
 )
 
-// bbsBinary is the bbs command, built once by TestMain.
-var bbsBinary string
+// binDir holds the bbs binary TestMain builds.
+var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bbs-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bbsBinary = filepath.Join(dir, "bbs")
-	build := exec.Command("go", "build", "-o", bbsBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building bbs:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.BuildAndRun(m, &binDir, map[string]string{".": "bbs"})
 }
 
 // certSet is a dev CA with its BBS and client certificates in a directory.
@@ -106,7 +88,7 @@ type bbsProcess struct{ *proctest.Process }
 // startBBS runs the binary with args; the process is killed at cleanup if still running.
 func startBBS(t *testing.T, args ...string) *bbsProcess {
 	t.Helper()
-	return &bbsProcess{proctest.Start(t, "bbs", bbsBinary, args...)}
+	return &bbsProcess{proctest.Start(t, "bbs", filepath.Join(binDir, "bbs"), args...)}
 }
 
 // logMessages returns the "msg" of every JSON log line the process wrote.

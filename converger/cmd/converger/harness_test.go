@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -30,24 +27,7 @@ const (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "converger-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for pkg, name := range map[string]string{".": "converger", "drover.dev/bbs/cmd/bbs": "bbs"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.BuildAndRun(m, &binDir, map[string]string{".": "converger", "drover.dev/bbs/cmd/bbs": "bbs"})
 }
 
 // startConverger writes cfg and runs the binary; it is killed at cleanup if still running.

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,26 +20,11 @@ import (
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
-// repBinary is the rep command, built once by TestMain.
-var repBinary string
+// binDir holds the rep binary TestMain builds.
+var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rep-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	repBinary = filepath.Join(dir, "rep")
-	build := exec.Command("go", "build", "-o", repBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building rep:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.BuildAndRun(m, &binDir, map[string]string{".": "rep"})
 }
 
 // fakeBBS is the BBS a cell with no work sees: it takes heartbeats and removals and
@@ -166,7 +148,7 @@ func startRep(t *testing.T, bbsAddress string, evacuateOnSigterm bool) (*proctes
 		"preloaded_rootfses":          map[string]string{"busybox": "/unused-by-sim"},
 		"executor":                    map[string]any{"backend": "sim", "state_dir": t.TempDir(), "sim_start_latency": "10ms"},
 	})
-	p := proctest.Start(t, "rep", repBinary, "-config", cfg)
+	p := proctest.Start(t, "rep", filepath.Join(binDir, "rep"), "-config", cfg)
 	require.Eventually(t, func() bool { return strings.Contains(p.Output(), `"msg":"rep-started"`) }, 20*time.Second, 20*time.Millisecond, "rep did not start")
 	return p, listen
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,24 +32,7 @@ const (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "route-emitter-cmd-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for pkg, name := range map[string]string{".": "route-emitter", "drover.dev/bbs/cmd/bbs": "bbs"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	proctest.BuildAndRun(m, &binDir, map[string]string{".": "route-emitter", "drover.dev/bbs/cmd/bbs": "bbs"})
 }
 
 // realBBS starts the bbs binary on a fresh database and returns a client, its gRPC
