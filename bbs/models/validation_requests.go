@@ -2,6 +2,7 @@ package models
 
 import (
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // ValidateRequest validates any request message of the drover.bbs.v1 services and is
@@ -36,16 +37,19 @@ func ValidateRequest(req any) error {
 		v.nonNegative("index", int64(r.GetIndex()))
 		v.actualLRPInstanceKey("actual_lrp_instance_key", r.GetActualLrpInstanceKey())
 	case *bbsv1.StartActualLRPRequest:
-		v.actualLRPKey("actual_lrp_key", r.GetActualLrpKey(), true)
-		v.actualLRPInstanceKey("actual_lrp_instance_key", r.GetActualLrpInstanceKey())
-		if r.GetActualLrpNetInfo() == nil {
-			v.add("actual_lrp_net_info", ruleRequired)
-		} else {
-			v.required("actual_lrp_net_info.address", r.GetActualLrpNetInfo().GetAddress())
-		}
+		v.runningInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey(), r.GetActualLrpNetInfo())
+	case *bbsv1.EvacuateRunningActualLRPRequest:
+		v.runningInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey(), r.GetActualLrpNetInfo())
 	case *bbsv1.CrashActualLRPRequest:
-		v.actualLRPKey("actual_lrp_key", r.GetActualLrpKey(), true)
-		v.actualLRPInstanceKey("actual_lrp_instance_key", r.GetActualLrpInstanceKey())
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+	case *bbsv1.EvacuateClaimedActualLRPRequest:
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+	case *bbsv1.EvacuateStoppedActualLRPRequest:
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+	case *bbsv1.EvacuateCrashedActualLRPRequest:
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+	case *bbsv1.RemoveEvacuatingActualLRPRequest:
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
 	case *bbsv1.FailActualLRPRequest:
 		v.actualLRPKey("actual_lrp_key", r.GetActualLrpKey(), true)
 		v.required("error_message", r.GetErrorMessage())
@@ -90,6 +94,10 @@ func ValidateRequest(req any) error {
 		}
 	case *bbsv1.RemoveCellRequest:
 		v.required("cell_id", r.GetCellId())
+	case *bbsv1.CordonCellRequest:
+		v.required("cell_id", r.GetCellId())
+	case *bbsv1.UncordonCellRequest:
+		v.required("cell_id", r.GetCellId())
 	case *bbsv1.AcquireLockRequest:
 		v.required("key", r.GetKey())
 		v.required("owner", r.GetOwner())
@@ -101,6 +109,39 @@ func ValidateRequest(req any) error {
 		v.required("owner", r.GetOwner())
 	case *bbsv1.FetchLockRequest:
 		v.required("key", r.GetKey())
+
+	case *bbsv1.ReportConvergencePassRequest:
+		if r.GetPass() == nil {
+			v.add("pass", ruleRequired)
+		}
+	case *bbsv1.RequestAuctionsRequest:
+		for i, l := range r.GetLrps() {
+			v.required(field(item("lrps", i), "process_guid"), l.GetProcessGuid())
+			for j, index := range l.GetIndices() {
+				v.nonNegative(item(field(item("lrps", i), "indices"), j), int64(index))
+			}
+		}
+		for i, guid := range r.GetTaskGuids() {
+			v.required(item("task_guids", i), guid)
+		}
 	}
 	return v.err()
+}
+
+// placedInstance checks the keys of a report about a placed instance (crash and the
+// evacuation calls).
+func (v *violations) placedInstance(key *modelsv1.ActualLRPKey, ik *modelsv1.ActualLRPInstanceKey) {
+	v.actualLRPKey("actual_lrp_key", key, true)
+	v.actualLRPInstanceKey("actual_lrp_instance_key", ik)
+}
+
+// runningInstance checks a report of a RUNNING instance (start, evacuate running): its
+// keys and net info with an address.
+func (v *violations) runningInstance(key *modelsv1.ActualLRPKey, ik *modelsv1.ActualLRPInstanceKey, net *modelsv1.ActualLRPNetInfo) {
+	v.placedInstance(key, ik)
+	if net == nil {
+		v.add("actual_lrp_net_info", ruleRequired)
+	} else {
+		v.required("actual_lrp_net_info.address", net.GetAddress())
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -14,19 +13,8 @@ import (
 // infos) and the still-PENDING tasks in another.
 func (s *convergenceService) RequestAuctions(ctx context.Context, req *bbsv1.RequestAuctionsRequest) (*bbsv1.RequestAuctionsResponse, error) {
 	indices := map[string][]int32{}
-	for i, l := range req.GetLrps() {
-		if l.GetProcessGuid() == "" {
-			return nil, models.NewError(models.ErrTypeInvalidRequest, "lrps[%d].process_guid: is required", i)
-		}
-		if slices.ContainsFunc(l.GetIndices(), func(x int32) bool { return x < 0 }) {
-			return nil, models.NewError(models.ErrTypeInvalidRequest, "lrps[%d].indices: must not be negative", i)
-		}
+	for _, l := range req.GetLrps() {
 		indices[l.GetProcessGuid()] = append(indices[l.GetProcessGuid()], l.GetIndices()...)
-	}
-	for i, guid := range req.GetTaskGuids() {
-		if guid == "" {
-			return nil, models.NewError(models.ErrTypeInvalidRequest, "task_guids[%d]: is required", i)
-		}
 	}
 	sent, err := s.auctionIndices(ctx, indices)
 	if err != nil {

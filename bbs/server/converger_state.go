@@ -25,9 +25,6 @@ func (s *convergenceService) SetConvergerPaused(ctx context.Context, req *bbsv1.
 
 // ReportConvergencePass records the summary of a converger's last pass.
 func (s *convergenceService) ReportConvergencePass(ctx context.Context, req *bbsv1.ReportConvergencePassRequest) (*bbsv1.ReportConvergencePassResponse, error) {
-	if req.GetPass() == nil {
-		return nil, missing("pass")
-	}
 	if err := s.db.ReportConvergencePass(ctx, req.GetPass()); err != nil {
 		return nil, err
 	}

@@ -9,9 +9,6 @@ import (
 // CordonCell makes a cell take no new work, keeping what runs there; cordoning a
 // cordoned cell updates the reason.
 func (s *cellService) CordonCell(ctx context.Context, req *bbsv1.CordonCellRequest) (*bbsv1.CordonCellResponse, error) {
-	if req.GetCellId() == "" {
-		return nil, missing("cell_id")
-	}
 	if err := s.db.CordonCell(ctx, req.GetCellId(), req.GetReason()); err != nil {
 		return nil, err
 	}
@@ -21,9 +18,6 @@ func (s *cellService) CordonCell(ctx context.Context, req *bbsv1.CordonCellReque
 
 // UncordonCell lifts a cell's cordon; lifting none is not an error.
 func (s *cellService) UncordonCell(ctx context.Context, req *bbsv1.UncordonCellRequest) (*bbsv1.UncordonCellResponse, error) {
-	if req.GetCellId() == "" {
-		return nil, missing("cell_id")
-	}
 	wasCordoned, err := s.db.UncordonCell(ctx, req.GetCellId())
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-	"drover.dev/bbs/models"
 	"drover.dev/bbs/store"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -12,9 +11,6 @@ import (
 // EvacuateClaimedActualLRP hands an unstarted instance of a draining cell back for
 // placement elsewhere.
 func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bbsv1.EvacuateClaimedActualLRPRequest) (*bbsv1.EvacuateClaimedActualLRPResponse, error) {
-	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
-		return nil, err
-	}
 	result, err := s.db.EvacuateClaimedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
 	if err != nil {
 		return nil, err
@@ -26,14 +22,6 @@ func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bb
 // EvacuateRunningActualLRP keeps a running instance of a draining cell serving while
 // its replacement is placed; routable defaults to true as for a start.
 func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (*bbsv1.EvacuateRunningActualLRPResponse, error) {
-	// The rules are those of a start report: keys, and net info with an address.
-	if err := models.ValidateRequest(&bbsv1.StartActualLRPRequest{
-		ActualLrpKey:         req.GetActualLrpKey(),
-		ActualLrpInstanceKey: req.GetActualLrpInstanceKey(),
-		ActualLrpNetInfo:     req.GetActualLrpNetInfo(),
-	}); err != nil {
-		return nil, err
-	}
 	opts := startOptions(req.Routable, req.GetInternalRoutes(), req.GetMetricTags(), req.GetAvailabilityZone())
 	result, err := s.db.EvacuateRunningActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts)
 	if err != nil {
@@ -45,9 +33,6 @@ func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bb
 
 // EvacuateStoppedActualLRP forgets a stopped instance of a draining cell.
 func (s *actualLRPService) EvacuateStoppedActualLRP(ctx context.Context, req *bbsv1.EvacuateStoppedActualLRPRequest) (*bbsv1.EvacuateStoppedActualLRPResponse, error) {
-	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
-		return nil, err
-	}
 	result, err := s.db.EvacuateStoppedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
 	if err != nil {
 		return nil, err
@@ -58,9 +43,6 @@ func (s *actualLRPService) EvacuateStoppedActualLRP(ctx context.Context, req *bb
 // EvacuateCrashedActualLRP records a crash on a draining cell and auctions the index
 // again when the instance restarts at once.
 func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bbsv1.EvacuateCrashedActualLRPRequest) (*bbsv1.EvacuateCrashedActualLRPResponse, error) {
-	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
-		return nil, err
-	}
 	result, err := s.db.EvacuateCrashedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
 	if err != nil {
 		return nil, err
@@ -71,19 +53,10 @@ func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bb
 
 // RemoveEvacuatingActualLRP deletes the caller's EVACUATING row.
 func (s *actualLRPService) RemoveEvacuatingActualLRP(ctx context.Context, req *bbsv1.RemoveEvacuatingActualLRPRequest) (*bbsv1.RemoveEvacuatingActualLRPResponse, error) {
-	if err := validateEvacuation(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
-		return nil, err
-	}
 	if _, err := s.db.RemoveEvacuatingActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.RemoveEvacuatingActualLRPResponse{}, nil
-}
-
-// validateEvacuation checks the key and instance key of an evacuation call by the rules
-// of a crash report, which names the same two (an InvalidRequest error naming the field).
-func validateEvacuation(key *modelsv1.ActualLRPKey, ik *modelsv1.ActualLRPInstanceKey) error {
-	return models.ValidateRequest(&bbsv1.CrashActualLRPRequest{ActualLrpKey: key, ActualLrpInstanceKey: ik})
 }
 
 // auctionEvacuated asks for the placement of an ORDINARY row an evacuation unclaimed.
