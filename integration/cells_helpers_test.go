@@ -341,3 +341,21 @@ func TestDevExampleLRPIsValid(t *testing.T) {
 	require.NoError(t, models.ValidateDesiredLRP(lrp))
 	require.Equal(t, "preloaded:busybox", lrp.GetRootfs())
 }
+
+// countByCell counts the instances on each cell.
+func countByCell(as []*modelsv1.ActualLRP) map[string]int {
+	out := map[string]int{}
+	for _, a := range as {
+		out[a.GetCellId()]++
+	}
+	return out
+}
+
+// runningValues returns the values of a waitRunning result.
+func runningValues(m map[int32]*modelsv1.ActualLRP) []*modelsv1.ActualLRP {
+	out := make([]*modelsv1.ActualLRP, 0, len(m))
+	for _, a := range m {
+		out = append(out, a)
+	}
+	return out
+}

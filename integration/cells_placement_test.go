@@ -29,10 +29,7 @@ func TestCellsPlacement(t *testing.T) {
 		lrp.Action = shAction("exec sleep 1000")
 		cs.desire(t, lrp)
 		running := cs.waitRunning(t, guid, 6)
-		perCell := map[string]int{}
-		for _, a := range running {
-			perCell[a.GetCellId()]++
-		}
+		perCell := countByCell(runningValues(running))
 		require.Equal(t, map[string]int{"cell-1": 2, "cell-2": 2, "cell-3": 2}, perCell)
 		cs.removeAndWaitClean(t, guid)
 	})

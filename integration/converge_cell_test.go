@@ -22,10 +22,7 @@ func TestConvergeKilledCell(t *testing.T) {
 	const instances = 4
 	cs.desire(t, httpdLRP(guid, instances))
 	before := cs.waitRunning(t, guid, instances)
-	perCell := map[string]int{}
-	for _, a := range before {
-		perCell[a.GetCellId()]++
-	}
+	perCell := countByCell(runningValues(before))
 	require.Len(t, perCell, 2, "the instances spread over both cells: %v", perCell)
 
 	victim, survivor := cs.Reps[0], cs.Reps[1]

@@ -174,24 +174,6 @@ func (cs *cellStack) liveCells(t *testing.T) map[string]*modelsv1.CellPresence {
 	return out
 }
 
-// countByCell counts the instances on each cell.
-func countByCell(as []*modelsv1.ActualLRP) map[string]int {
-	out := map[string]int{}
-	for _, a := range as {
-		out[a.GetCellId()]++
-	}
-	return out
-}
-
-// runningValues returns the values of a waitRunning result.
-func runningValues(m map[int32]*modelsv1.ActualLRP) []*modelsv1.ActualLRP {
-	out := make([]*modelsv1.ActualLRP, 0, len(m))
-	for _, a := range m {
-		out = append(out, a)
-	}
-	return out
-}
-
 // drainSample is one look at an LRP's instances while a cell drains.
 type drainSample struct {
 	// at is the time since the drain began.
