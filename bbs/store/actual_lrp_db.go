@@ -193,10 +193,23 @@ func (p *Postgres) CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 
 // crashOrdinary runs the crash logic on an ORDINARY row reported crashed by instance ik:
 // the restart policy's crash count, then CRASHED or (immediate restart) UNCLAIMED,
-// with actual_lrp_crashed and the instance events.
+// with actual_lrp_crashed and the instance events. A row whose index is no longer
+// desired (the DesiredLRP was removed or scaled down while the instance ran, and its
+// stop raced the crash) has nothing to restart: it is deleted.
 func (w *writeTx) crashOrdinary(ctx context.Context, before *modelsv1.ActualLRP, ik *modelsv1.ActualLRPInstanceKey, reason string) (*CrashResult, error) {
 	if err := models.ActualLRPTransition(before, stateCrashed, ik); err != nil {
 		return nil, err
+	}
+	desired, err := w.indexDesired(ctx, before.GetProcessGuid(), before.GetIndex())
+	if err != nil {
+		return nil, err
+	}
+	if !desired {
+		if err := w.deleteActual(ctx, before); err != nil {
+			return nil, err
+		}
+		w.emit(models.ActualLRPEvents(before, nil)...)
+		return &CrashResult{ActualLRPChange: ActualLRPChange{Before: before}}, nil
 	}
 	count := w.p.restart.NextCrashCount(before, w.now)
 	restart := w.p.restart.RestartImmediately(count)
@@ -216,6 +229,19 @@ func (w *writeTx) crashOrdinary(ctx context.Context, before *modelsv1.ActualLRP,
 	w.emit(models.ActualLRPCrashedEvent(before, after))
 	w.emit(models.ActualLRPEvents(before, after)...)
 	return &CrashResult{ActualLRPChange: ActualLRPChange{Before: before, After: after}, Restart: restart}, nil
+}
+
+// indexDesired reports whether a DesiredLRP of processGuid exists with more than index
+// instances. It reads without a lock: the caller holds the index's actual rows, and the
+// store takes the desired row first, so a lock here could deadlock with a removal; a
+// removal committing after this read then sees and deletes the row this write leaves.
+func (w *writeTx) indexDesired(ctx context.Context, processGuid string, index int32) (bool, error) {
+	var instances int32
+	err := w.QueryRow(ctx, `SELECT instances FROM desired_lrps WHERE process_guid = $1`, processGuid).Scan(&instances)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil && index < instances, err
 }
 
 // FailActualLRP records why an UNCLAIMED row could not be placed.

@@ -160,6 +160,44 @@ func TestStartActualLRP(t *testing.T) {
 	})
 }
 
+func TestCrashOfAnIndexNoLongerDesiredDeletesIt(t *testing.T) {
+	t.Parallel()
+	s, _ := newStoreWithClock(t)
+	ctx := testContext(t)
+	one := int32(1)
+	for name, undesire := range map[string]func(guid string){
+		"desired LRP removed": func(guid string) {
+			_, err := s.RemoveDesiredLRP(ctx, guid)
+			require.NoError(t, err)
+		},
+		"scaled below the index": func(guid string) {
+			_, err := s.UpdateDesiredLRP(ctx, guid, &modelsv1.DesiredLRPUpdate{Instances: &one})
+			require.NoError(t, err)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			guid := strings.ReplaceAll(name, " ", "-")
+			desire(t, s, newDesiredLRP(guid, 2))
+			key, ik := lrpKey(guid, 1), instanceKey("i-1", "cell-a")
+			_, err := s.StartActualLRP(ctx, key, ik, netInfo("1.2.3.4"), store.StartOptions{Routable: true})
+			require.NoError(t, err)
+			undesire(guid) // the placed row stays until its rep stops it...
+			seq := latest(t, s)
+
+			result, err := s.CrashActualLRP(ctx, key, ik, "exit status 2") // ...but it crashed first
+			require.NoError(t, err)
+			require.False(t, result.Restart, "nothing to restart")
+			require.Nil(t, result.After)
+			rows, err := s.ListActualLRPs(ctx, store.ActualLRPFilter{ProcessGuid: guid})
+			require.NoError(t, err)
+			for _, a := range rows {
+				require.NotEqual(t, int32(1), a.GetIndex(), "index 1 is gone: %v", a)
+			}
+			require.Equal(t, []string{models.EventTypeActualLRPInstanceRemoved}, eventTypes(t, s, seq))
+		})
+	}
+}
+
 func TestCrashActualLRPRestartPolicy(t *testing.T) {
 	t.Parallel()
 	s, clock := newStoreWithClock(t)
