@@ -27,7 +27,9 @@ const (
 	// DefaultCellIdentityPrefix starts the common name of a rep's certificate ("cell:cell-1").
 	DefaultCellIdentityPrefix = "cell:"
 	DefaultMaxTaskRetries     = 3
-	DefaultLogLevel           = "info"
+	// DefaultTaskCallbackTimeout is upstream's callback HTTP timeout.
+	DefaultTaskCallbackTimeout = 20 * time.Second
+	DefaultLogLevel            = "info"
 	// MaxKeyLabelLength is the longest encryption key label (as upstream Diego).
 	MaxKeyLabelLength = 127
 )
@@ -65,6 +67,9 @@ type Config struct {
 	CellIdentityPrefix string `json:"cell_identity_prefix"`
 	// MaxTaskRetries is how many rejections a task survives.
 	MaxTaskRetries int `json:"max_task_retries"`
+	// TaskCallbackTimeout bounds each POST to a task's completion_callback_url; a
+	// timed-out attempt is retried (3 attempts in all).
+	TaskCallbackTimeout libconfig.Duration `json:"task_callback_timeout"`
 	// LogLevel is "debug", "info", "warn" or "error".
 	LogLevel string `json:"log_level"`
 }
@@ -81,6 +86,7 @@ func Default() Config {
 		MaxRequestBodyBytes:    DefaultMaxRequestBodyBytes,
 		CellIdentityPrefix:     DefaultCellIdentityPrefix,
 		MaxTaskRetries:         DefaultMaxTaskRetries,
+		TaskCallbackTimeout:    libconfig.Duration(DefaultTaskCallbackTimeout),
 		LogLevel:               DefaultLogLevel,
 	}
 }
@@ -123,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBodyBytes <= 0 {
 		check(libconfig.Invalid("max_request_body_bytes", "must be positive, got %d", c.MaxRequestBodyBytes))
+	}
+	if c.TaskCallbackTimeout <= 0 {
+		check(libconfig.Invalid("task_callback_timeout", "must be positive, got %s", c.TaskCallbackTimeout))
 	}
 	if c.MaxTaskRetries < 0 {
 		check(libconfig.Invalid("max_task_retries", "must not be negative, got %d", c.MaxTaskRetries))

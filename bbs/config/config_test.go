@@ -55,6 +55,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 100000, cfg.EventRetentionCount)
 	require.Equal(t, int64(1048576), cfg.MaxRequestBodyBytes)
 	require.Equal(t, 3, cfg.MaxTaskRetries)
+	require.Equal(t, 20*time.Second, cfg.TaskCallbackTimeout.Duration())
 	require.Equal(t, "info", cfg.LogLevel)
 	require.Equal(t, "/certs/bbs.crt", cfg.TLS.CertFile)
 	require.Equal(t, map[string]string{"k1": "passphrase-one"}, cfg.EncryptionKeys)
@@ -68,7 +69,8 @@ func TestEveryFieldIsRead(t *testing.T) {
 	  "encryption_keys": {"old": "a", "new": "b"}, "active_key_label": "new",
 	  "auctioneer_address": "auctioneer.service.drover.internal:9016",
 	  "event_retention": "90m", "event_retention_count": 10, "max_request_body_bytes": 2048,
-	  "max_task_retries": 0, "log_level": "debug", "cell_identity_prefix": "rep:"
+	  "max_task_retries": 0, "log_level": "debug", "cell_identity_prefix": "rep:",
+	  "task_callback_timeout": "2s"
 	}`))
 	require.NoError(t, err)
 	require.Equal(t, Config{
@@ -79,7 +81,9 @@ func TestEveryFieldIsRead(t *testing.T) {
 		AuctioneerAddress: "auctioneer.service.drover.internal:9016",
 		EventRetention:    cfg.EventRetention, EventRetentionCount: 10, MaxRequestBodyBytes: 2048,
 		MaxTaskRetries: 0, LogLevel: "debug", CellIdentityPrefix: "rep:",
+		TaskCallbackTimeout: cfg.TaskCallbackTimeout,
 	}, *cfg)
+	require.Equal(t, 2*time.Second, cfg.TaskCallbackTimeout.Duration())
 	require.Equal(t, 90*time.Minute, cfg.EventRetention.Duration())
 	require.Equal(t, "key", cfg.TLS.KeyFile)
 }
@@ -90,6 +94,7 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 		content string
 		field   string
 	}{
+		{name: "zero task_callback_timeout", content: withField(t, "task_callback_timeout", "0s"), field: "task_callback_timeout"},
 		{name: "missing database_url", content: withField(t, "database_url", nil), field: "database_url"},
 		{name: "blank database_url", content: withField(t, "database_url", "  "), field: "database_url"},
 		{name: "missing tls", content: withField(t, "tls", nil), field: "tls.ca_file"},

@@ -187,6 +187,7 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		Reps:           b.reps,
 		Logger:         b.logger,
 		MaxTaskRetries: b.cfg.MaxTaskRetries,
+		HTTPClient:     &http.Client{Timeout: b.cfg.TaskCallbackTimeout.Duration()},
 	})
 	srv, healthServer := b.newGRPCServer(b.serverTLS)
 	b.metrics.Initialize(srv)
