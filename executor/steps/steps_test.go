@@ -2,6 +2,8 @@ package steps_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -194,13 +196,14 @@ func TestUpload(t *testing.T) {
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- r.Method + " " + string(b)
+		got <- r.Method + " " + string(b) + " " + r.Header.Get("Content-MD5")
 	}))
 	t.Cleanup(srv.Close)
 	require.NoError(t, e.rt.WriteFile(e.guid, "/tmp/out.txt", []byte("result")))
 	a := &modelsv1.Action{Action: &modelsv1.Action_Upload{Upload: &modelsv1.UploadAction{From: "/tmp/out.txt", To: srv.URL, Artifact: "out"}}}
 	require.NoError(t, waitErr(t, runAsync(context.Background(), e.build(t, a), nil)))
-	assert.Equal(t, "POST result", <-got)
+	sum := md5.Sum([]byte("result"))
+	assert.Equal(t, "POST result "+base64.StdEncoding.EncodeToString(sum[:]), <-got)
 	assert.Equal(t, []string{"APP/stdout: Uploading out...", "APP/stdout: Uploaded out (6B)"}, e.lines())
 
 	bad := &modelsv1.Action{Action: &modelsv1.Action_Upload{Upload: &modelsv1.UploadAction{From: "/nope", To: srv.URL}}}

@@ -3,6 +3,8 @@ package steps
 import (
 	"archive/tar"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +113,8 @@ func (s *uploadStep) Run(ctx context.Context, ready func()) error {
 	return nil
 }
 
-// upload spools the first entry of the tar stream of `from` and posts it.
+// upload spools the first entry of the tar stream of `from` and posts it with its
+// Content-MD5.
 func (s *uploadStep) upload(ctx context.Context) (int64, error) {
 	rc, err := s.deps.Runtime.StreamOut(ctx, s.deps.Guid, s.model.GetFrom())
 	if err != nil {
@@ -128,7 +131,8 @@ func (s *uploadStep) upload(ctx context.Context) (int64, error) {
 	}
 	defer os.Remove(spool.Name())
 	defer spool.Close()
-	n, err := io.Copy(spool, tr)
+	sum := md5.New()
+	n, err := io.Copy(io.MultiWriter(spool, sum), tr)
 	if err != nil {
 		return 0, err
 	}
@@ -140,6 +144,8 @@ func (s *uploadStep) upload(ctx context.Context) (int64, error) {
 		return 0, errors.New("invalid upload URL")
 	}
 	req.ContentLength = n
+	// As upstream's uploader: the receiver verifies the body against Content-MD5.
+	req.Header.Set("Content-MD5", base64.StdEncoding.EncodeToString(sum.Sum(nil)))
 	client := s.deps.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: UploadTimeout}

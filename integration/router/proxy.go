@@ -3,6 +3,8 @@ package router
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -52,34 +54,89 @@ func (r *Router) serveProxy(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "404 Not Found: Requested route ('"+req.Host+"') does not exist.", http.StatusNotFound)
 		return
 	}
-	target := &url.URL{Scheme: "http", Host: ep.Address}
-	if ep.TLS() {
-		target.Scheme = "https"
-	}
 	proxy := &httputil.ReverseProxy{
-		Transport: backendTransport,
+		Transport: &retryingTransport{router: r, first: ep},
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
+			pr.SetURL(ep.url())
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
-			pr.Out.Header.Set(HeaderApplicationID, ep.App)
-			pr.Out.Header.Set(HeaderInstanceID, ep.PrivateInstanceID)
-			pr.Out.Header.Set(HeaderInstanceIndex, ep.Index)
-		},
-		ModifyResponse: func(resp *http.Response) error {
-			resp.Header.Set(HeaderEndpoint, ep.Address)
-			resp.Header.Set(HeaderInstanceID, ep.PrivateInstanceID)
-			resp.Header.Set(HeaderInstanceIndex, ep.Index)
-			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			r.logger.Info("backend-failed", "address", ep.Address, "error", err)
+			failed := ep
+			var epErr *endpointError
+			if errors.As(err, &epErr) {
+				failed = epErr.endpoint
+			}
+			r.logger.Info("backend-failed", "address", failed.Address, "error", err)
 			w.Header().Set(HeaderRouterError, "endpoint_failure")
-			w.Header().Set(HeaderEndpoint, ep.Address)
+			w.Header().Set(HeaderEndpoint, failed.Address)
 			http.Error(w, "502 Bad Gateway: "+err.Error(), http.StatusBadGateway)
 		},
 	}
 	proxy.ServeHTTP(w, req)
+}
+
+// maxAttempts is gorouter's default: a request whose backend cannot be reached is tried
+// on up to this many endpoints of the pool.
+const maxAttempts = 3
+
+// retryingTransport sends a request to its endpoint and, as gorouter does, to the
+// pool's next endpoints when the connection could not be made (the request never
+// reached a backend, so retrying is safe for any method).
+type retryingTransport struct {
+	router *Router
+	first  Endpoint
+}
+
+// endpointError is a failed attempt and the endpoint it went to.
+type endpointError struct {
+	endpoint Endpoint
+	err      error
+}
+
+func (e *endpointError) Error() string { return e.err.Error() }
+func (e *endpointError) Unwrap() error { return e.err }
+
+func (t *retryingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ep := t.first
+	for attempt := 1; ; attempt++ {
+		out := req.Clone(req.Context())
+		target := ep.url()
+		out.URL.Scheme, out.URL.Host = target.Scheme, target.Host
+		out.Header.Set(HeaderApplicationID, ep.App)
+		out.Header.Set(HeaderInstanceID, ep.PrivateInstanceID)
+		out.Header.Set(HeaderInstanceIndex, ep.Index)
+		resp, err := backendTransport.RoundTrip(out)
+		if err == nil {
+			resp.Header.Set(HeaderEndpoint, ep.Address)
+			resp.Header.Set(HeaderInstanceID, ep.PrivateInstanceID)
+			resp.Header.Set(HeaderInstanceIndex, ep.Index)
+			return resp, nil
+		}
+		if attempt >= maxAttempts || !isDialError(err) {
+			return nil, &endpointError{endpoint: ep, err: err}
+		}
+		next, ok := t.router.pick(req.Host, req.URL.Path)
+		if !ok {
+			return nil, &endpointError{endpoint: ep, err: err}
+		}
+		t.router.logger.Info("backend-retry", "address", ep.Address, "next", next.Address, "attempt", attempt, "error", err)
+		ep = next
+	}
+}
+
+// isDialError reports a connection that was never established (refused, unreachable).
+func isDialError(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// url is the endpoint's base URL.
+func (e Endpoint) url() *url.URL {
+	if e.TLS() {
+		return &url.URL{Scheme: "https", Host: e.Address}
+	}
+	return &url.URL{Scheme: "http", Host: e.Address}
 }
 
 // adminHandler serves GET /routes (URI → endpoints), GET /stats and GET /healthz (200

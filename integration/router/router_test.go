@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,32 @@ func TestRouterBackendFailure(t *testing.T) {
 	status, hdr, _ := get(t, r, "gone.example.com")
 	require.Equal(t, http.StatusBadGateway, status)
 	require.Equal(t, "endpoint_failure", hdr.Get(router.HeaderRouterError))
+}
+
+// TestRouterRetriesRefusedConnections: as gorouter, a request whose endpoint refuses
+// the connection goes to the pool's next endpoint, so a dead endpoint next to a live
+// one fails no request.
+func TestRouterRetriesRefusedConnections(t *testing.T) {
+	ns := natstest.New(t)
+	nc := connect(t, ns)
+	r := startRouter(t, ns, nil)
+	l := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := l.Listener.Addr().String()
+	l.Close()
+	var deadPort uint32
+	_, err := fmt.Sscanf(deadAddr, "127.0.0.1:%d", &deadPort)
+	require.NoError(t, err)
+	host, port := backend(t, "live")
+	publish(t, nc, router.SubjectRegister, router.RegistryMessage{Host: "127.0.0.1", Port: deadPort, URIs: []string{"mixed.example.com"}, PrivateInstanceIndex: "0"})
+	publish(t, nc, router.SubjectRegister, router.RegistryMessage{Host: host, Port: port, URIs: []string{"mixed.example.com"}, PrivateInstanceIndex: "1"})
+	require.Eventually(t, func() bool { return r.Stats().Endpoints == 2 }, waitFor, 10*time.Millisecond)
+	for range 4 {
+		status, hdr, body := get(t, r, "mixed.example.com")
+		require.Equal(t, http.StatusOK, status, body)
+		require.Equal(t, fmt.Sprintf("%s:%d", host, port), hdr.Get(router.HeaderEndpoint))
+		require.Equal(t, "1", hdr.Get(router.HeaderInstanceIndex))
+		require.True(t, strings.HasPrefix(body, "live mixed.example.com 1"), body)
+	}
 }
 
 func TestRouterPrunesStaleNonTLSEndpoints(t *testing.T) {
