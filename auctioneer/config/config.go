@@ -73,13 +73,7 @@ func (c *Config) Validate() error {
 		return errors.New("nil config")
 	}
 	var errs []error
-	for _, a := range []struct{ field, address string }{
-		{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress},
-	} {
-		if err := libconfig.Address(a.field, a.address); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress}})...)
 	if c.TLS.Enabled() {
 		if err := c.TLS.Validate(); err != nil {
 			errs = append(errs, libconfig.Invalid("tls", "%v", err))

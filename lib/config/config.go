@@ -114,6 +114,18 @@ func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// Addresses checks each {field, address} pair with Address and returns the errors, in
+// order.
+func Addresses(pairs [][2]string) []error {
+	var errs []error
+	for _, p := range pairs {
+		if err := Address(p[0], p[1]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // Address checks that address is a host:port, naming field when it is not.
 func Address(field, address string) error {
 	if address == "" {

@@ -117,3 +117,11 @@ func TestLoadOverKeepsTheDefaults(t *testing.T) {
 	_, err = LoadOver(writeFile(t, `{"nope": 1}`), defaults)
 	require.Error(t, err)
 }
+
+func TestAddresses(t *testing.T) {
+	errs := Addresses([][2]string{{"listen_address", "127.0.0.1:80"}, {"debug_address", ""}, {"bbs_address", "nohost"}})
+	require.Len(t, errs, 2)
+	require.EqualError(t, errs[0], "debug_address: is required")
+	require.EqualError(t, errs[1], `bbs_address: must be host:port, got "nohost"`)
+	require.Empty(t, Addresses([][2]string{{"a", "h:1"}}))
+}
