@@ -1,0 +1,154 @@
+// Package client talks to the drover fileserver: resource matching and package upload
+// (what droverctl push does), signed upload URLs and download URLs for tasks and LRPs.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"time"
+
+	"drover.dev/fileserver/signedurl"
+)
+
+// DefaultTimeout bounds each request of a Client built with a nil *http.Client.
+const DefaultTimeout = 5 * time.Minute
+
+// Package is an assembled package as the server reports it.
+type Package struct {
+	Key           string `json:"key"`
+	SHA256        string `json:"sha256"`
+	Size          int64  `json:"size"`
+	ReceivedFiles int    `json:"received_files"`
+	ReusedFiles   int    `json:"reused_files"`
+	ReceivedBytes int64  `json:"received_bytes"`
+}
+
+// Client is a fileserver client; signing needs the server's key.
+type Client struct {
+	base string
+	key  []byte
+	hc   *http.Client
+}
+
+// New returns a client of the fileserver at baseURL (e.g. "http://127.0.0.1:8080").
+// A nil hc is a default client with DefaultTimeout.
+func New(baseURL string, signingKey []byte, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: DefaultTimeout}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), key: signingKey, hc: hc}
+}
+
+// MatchResources returns the entries of rs whose content the server already has.
+func (c *Client) MatchResources(ctx context.Context, rs []Resource) ([]Resource, error) {
+	if rs == nil {
+		rs = []Resource{}
+	}
+	body, err := json.Marshal(rs)
+	if err != nil {
+		return nil, err
+	}
+	var known []Resource
+	err = c.do(ctx, http.MethodPost, c.base+"/v1/resource_match", "application/json", bytes.NewReader(body), http.StatusOK, &known)
+	return known, err
+}
+
+// UploadPackage uploads the list of all files of dir and a zip of the missing ones; the
+// server assembles the package from the zip and its pool.
+func (c *Client) UploadPackage(ctx context.Context, dir string, all []Resource, missing []Resource) (Package, error) {
+	list, err := json.Marshal(all)
+	if err != nil {
+		return Package{}, err
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		pw.CloseWithError(writeForm(mw, list, dir, missing))
+	}()
+	defer pr.Close()
+	u := c.base + signedurl.PackagesPath + "?" + signedurl.Sign(c.key, signedurl.PackagesPath, time.Now().Add(time.Hour)).Encode()
+	var pkg Package
+	err = c.do(ctx, http.MethodPost, u, mw.FormDataContentType(), pr, http.StatusCreated, &pkg)
+	return pkg, err
+}
+
+// writeForm writes the "resources" field and, when files are missing, the
+// "application" zip.
+func writeForm(mw *multipart.Writer, list []byte, dir string, missing []Resource) error {
+	if err := mw.WriteField("resources", string(list)); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		part, err := mw.CreateFormFile("application", "application.zip")
+		if err != nil {
+			return err
+		}
+		if err := WriteZip(part, dir, missing); err != nil {
+			return err
+		}
+	}
+	return mw.Close()
+}
+
+// SignedUploadURL is an absolute URL that accepts a PUT or POST of the blob at key
+// for ttl.
+func (c *Client) SignedUploadURL(key string, ttl time.Duration) string {
+	return c.BlobURL(key) + "?" + signedurl.Sign(c.key, signedurl.BlobPath(key), time.Now().Add(ttl)).Encode()
+}
+
+// BlobURL is the absolute download URL of the blob at key.
+func (c *Client) BlobURL(key string) string { return c.base + signedurl.BlobPath(key) }
+
+// StaticURL is the absolute URL of a file of the static directory.
+func (c *Client) StaticURL(path string) string {
+	return c.base + "/v1/static/" + strings.TrimLeft(path, "/")
+}
+
+// BlobExists reports whether the server holds a blob at key.
+func (c *Client) BlobExists(ctx context.Context, key string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.BlobURL(key), nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("fileserver: HEAD %s: %w", key, err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, fmt.Errorf("fileserver: HEAD %s: %s", key, resp.Status)
+}
+
+// do sends a request and decodes the JSON answer into out; another status than want is
+// an error carrying the server's message.
+func (c *Client) do(ctx context.Context, method, url, contentType string, body io.Reader, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("fileserver: %s %s: %w", method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != want {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("fileserver: %s %s: %s: %s", method, req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("fileserver: %s %s: decoding answer: %w", method, req.URL.Path, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the fileserver's Prometheus metrics.
+type Metrics struct {
+	// Requests counts answered requests by route name and status code.
+	Requests *prometheus.CounterVec
+	// UploadBytes counts stored upload bytes by kind ("blob", "package").
+	UploadBytes *prometheus.CounterVec
+	// PackageFiles counts package files by source ("received", "reused").
+	PackageFiles *prometheus.CounterVec
+	// Refusals counts refused requests by reason.
+	Refusals *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_fileserver_requests_total", Help: "HTTP requests answered, by route and status code.",
+		}, []string{"route", "code"}),
+		UploadBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_fileserver_upload_bytes_total", Help: "Bytes stored from uploads: whole blobs, and the received files of packages.",
+		}, []string{"kind"}),
+		PackageFiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_fileserver_package_files_total", Help: "Files of assembled packages, received in the upload or reused from the pool.",
+		}, []string{"source"}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_fileserver_refusals_total", Help: "Requests refused, by reason.",
+		}, []string{"reason"}),
+	}
+	for _, c := range []prometheus.Collector{m.Requests, m.UploadBytes, m.PackageFiles, m.Refusals} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// statusRecorder remembers the status code written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
