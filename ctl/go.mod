@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	drover.dev/bbs v0.0.0
+	drover.dev/fileserver v0.0.0
 	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
 	github.com/stretchr/testify v1.12.1
@@ -22,6 +23,7 @@ require (
 
 replace (
 	drover.dev/bbs => ../bbs
+	drover.dev/fileserver => ../fileserver
 	drover.dev/lib => ../lib
 	drover.dev/proto => ../proto
 )

@@ -30,7 +30,7 @@ var testNow = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 // Its state is set before it starts serving and only read afterwards, except cells,
 // actual and converger, which tests may change while it serves (setCells, setActual).
 type fakeBBS struct {
-	mu      sync.Mutex // guards requests, cells, actual and converger
+	mu      sync.Mutex // guards requests, cells, actual, tasks and converger
 	desired []*modelsv1.DesiredLRP
 	actual  []*modelsv1.ActualLRP
 	tasks   []*modelsv1.Task
@@ -42,6 +42,8 @@ type fakeBBS struct {
 	requests  []proto.Message
 	// subscribe serves EventService.Subscribe; the default replays nothing and waits.
 	subscribe func(*bbsv1.SubscribeRequest, grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error
+	// onDesireTask, when set, changes each desired task before it is stored.
+	onDesireTask func(*modelsv1.Task)
 	// hang makes ListLocks wait until the client gives up.
 	hang bool
 	// pki is the certificates of the fake, for fake reps started in setup.
@@ -217,17 +219,93 @@ type taskServer struct {
 
 func (s taskServer) GetTask(_ context.Context, req *bbsv1.GetTaskRequest) (*bbsv1.GetTaskResponse, error) {
 	s.record(req)
-	for _, task := range s.tasks {
+	for _, task := range s.taskList() {
 		if task.GetTaskGuid() == req.GetTaskGuid() {
-			return &bbsv1.GetTaskResponse{Task: task}, nil
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return &bbsv1.GetTaskResponse{Task: proto.Clone(task).(*modelsv1.Task)}, nil
 		}
 	}
 	return nil, models.NewError(models.ErrTypeResourceNotFound, "task %s not found", req.GetTaskGuid())
 }
 
+// DesireTask stores the task PENDING, or as onDesireTask makes it.
+func (s taskServer) DesireTask(_ context.Context, req *bbsv1.DesireTaskRequest) (*bbsv1.DesireTaskResponse, error) {
+	s.record(req)
+	if err := models.ValidateRequest(req); err != nil {
+		return nil, err
+	}
+	task := &modelsv1.Task{TaskGuid: req.GetTaskGuid(), Domain: req.GetDomain(), TaskDefinition: req.GetTaskDefinition(), State: modelsv1.TaskState_TASK_STATE_PENDING}
+	if s.onDesireTask != nil {
+		s.onDesireTask(task)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tasks = append(s.tasks, task)
+	return &bbsv1.DesireTaskResponse{}, nil
+}
+
+// CancelTask completes a PENDING or RUNNING task as failed.
+func (s taskServer) CancelTask(_ context.Context, req *bbsv1.CancelTaskRequest) (*bbsv1.CancelTaskResponse, error) {
+	s.record(req)
+	return &bbsv1.CancelTaskResponse{}, s.moveTask(req.GetTaskGuid(), models.TaskCanBeCancelled, func(t *modelsv1.Task) {
+		t.State, t.Failed, t.FailureReason = modelsv1.TaskState_TASK_STATE_COMPLETED, true, "task was cancelled"
+	})
+}
+
+// ResolvingTask moves a COMPLETED task to RESOLVING.
+func (s taskServer) ResolvingTask(_ context.Context, req *bbsv1.ResolvingTaskRequest) (*bbsv1.ResolvingTaskResponse, error) {
+	s.record(req)
+	completed := func(st modelsv1.TaskState) bool { return st == modelsv1.TaskState_TASK_STATE_COMPLETED }
+	return &bbsv1.ResolvingTaskResponse{}, s.moveTask(req.GetTaskGuid(), completed, func(t *modelsv1.Task) {
+		t.State = modelsv1.TaskState_TASK_STATE_RESOLVING
+	})
+}
+
+// DeleteTask removes a RESOLVING task.
+func (s taskServer) DeleteTask(_ context.Context, req *bbsv1.DeleteTaskRequest) (*bbsv1.DeleteTaskResponse, error) {
+	s.record(req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range s.tasks {
+		if t.GetTaskGuid() != req.GetTaskGuid() {
+			continue
+		}
+		if !models.TaskCanBeDeleted(t.GetState()) {
+			return nil, models.NewError(models.ErrTypeInvalidStateTransition, "task %s is not resolving", t.GetTaskGuid())
+		}
+		s.tasks = slices.Delete(s.tasks, i, i+1)
+		return &bbsv1.DeleteTaskResponse{}, nil
+	}
+	return nil, models.NewError(models.ErrTypeResourceNotFound, "task %s not found", req.GetTaskGuid())
+}
+
+// moveTask changes the task guid with change when allowed says its state may move.
+func (f *fakeBBS) moveTask(guid string, allowed func(modelsv1.TaskState) bool, change func(*modelsv1.Task)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.tasks {
+		if t.GetTaskGuid() == guid {
+			if !allowed(t.GetState()) {
+				return models.NewError(models.ErrTypeInvalidStateTransition, "task %s is %s", guid, models.TaskStateName(t.GetState()))
+			}
+			change(t)
+			return nil
+		}
+	}
+	return models.NewError(models.ErrTypeResourceNotFound, "task %s not found", guid)
+}
+
+// taskList returns the tasks.
+func (f *fakeBBS) taskList() []*modelsv1.Task {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.tasks)
+}
+
 func (s taskServer) ListTasks(_ context.Context, req *bbsv1.ListTasksRequest) (*bbsv1.ListTasksResponse, error) {
 	s.record(req)
-	return &bbsv1.ListTasksResponse{Tasks: s.tasks}, nil
+	return &bbsv1.ListTasksResponse{Tasks: s.taskList()}, nil
 }
 
 type domainServer struct {

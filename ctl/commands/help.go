@@ -27,6 +27,7 @@ Output:
   Exit status: 0 success, 1 BBS or connection error, 2 usage error.
 
 Examples:
+  droverctl push examples/static-site --name hello
   droverctl actual-lrps --domain cf-apps
   droverctl desire -f app.json && droverctl scale my-app 3
   droverctl events --follow --json | jq .type

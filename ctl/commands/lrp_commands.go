@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 	"drover.dev/ctl/output"
@@ -86,31 +87,46 @@ func desireCommand() *command {
 			"(snake_case fields, env as name/value pairs, actions as {\"run\": {...}}).\n" +
 			"-f - reads the definition from standard input.",
 		examples: []string{"desire -f app.json", "desired-lrp my-app --json | jq '.process_guid=\"copy\"' | droverctl desire -f -"},
-		setup: func(fs *flag.FlagSet) action {
-			file := fs.String("f", "", "`FILE` with the LRP's JSON definition, or - for stdin (required)")
-			return func(ctx context.Context, s *session, _ []string) error {
-				if *file == "" {
-					return usagef("desire needs -f FILE")
+		setup: desireFromFile("desire", "LRP's JSON definition", jsonapi.DecodeDesiredLRP,
+			func(ctx context.Context, c *client.Client, lrp *modelsv1.DesiredLRP) (string, error) {
+				if _, err := c.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp}); err != nil {
+					return "", err
 				}
-				data, err := readInput(*file, s.env.Stdin)
-				if err != nil {
-					return err
-				}
-				lrp, err := jsonapi.DecodeDesiredLRP(data)
-				if err != nil {
-					return err
-				}
-				c, callCtx, cancel, err := s.begin(ctx)
-				defer cancel()
-				if err != nil {
-					return err
-				}
-				if _, err := c.DesireLRP(callCtx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp}); err != nil {
-					return err
-				}
-				return s.confirm("desired LRP %s with %d instances", lrp.GetProcessGuid(), lrp.GetInstances())
+				return fmt.Sprintf("desired LRP %s with %d instances", lrp.GetProcessGuid(), lrp.GetInstances()), nil
+			}),
+	}
+}
+
+// desireFromFile is the setup of a "-f FILE" command (name): it reads FILE (what
+// describes its content; "-" is stdin), decodes it and sends it to the BBS, bounded by
+// --timeout, then confirms with what send returns.
+func desireFromFile[T any](name, what string, decode func([]byte) (T, error),
+	send func(context.Context, *client.Client, T) (string, error)) func(*flag.FlagSet) action {
+	return func(fs *flag.FlagSet) action {
+		file := fs.String("f", "", "`FILE` with the "+what+", or - for stdin (required)")
+		return func(ctx context.Context, s *session, _ []string) error {
+			if *file == "" {
+				return usagef("%s needs -f FILE", name)
 			}
-		},
+			data, err := readInput(*file, s.env.Stdin)
+			if err != nil {
+				return err
+			}
+			req, err := decode(data)
+			if err != nil {
+				return err
+			}
+			c, callCtx, cancel, err := s.begin(ctx)
+			defer cancel()
+			if err != nil {
+				return err
+			}
+			done, err := send(callCtx, c, req)
+			if err != nil {
+				return err
+			}
+			return s.confirm("%s", done)
+		}
 	}
 }
 

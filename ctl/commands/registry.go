@@ -30,6 +30,7 @@ type command struct {
 
 // Command groups, in help order.
 const (
+	groupApps    = "Apps"
 	groupLRPs    = "Long-running processes"
 	groupCluster = "Tasks, cells and cluster state"
 	groupEvents  = "Events"
@@ -39,9 +40,11 @@ const (
 // commands lists every command in help order.
 func commands() []*command {
 	return []*command{
+		pushCommand(),
 		desiredLRPsCommand(), desiredLRPCommand(), desireCommand(), scaleCommand(), deleteCommand(),
 		actualLRPsCommand(), killCommand(), logsCommand(), routesCommand(),
-		tasksCommand(), cellsCommand(), cellStatesCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
+		tasksCommand(), taskShowCommand(), taskCancelCommand(), taskDeleteCommand(), taskDesireCommand(),
+		cellsCommand(), cellStatesCommand(), domainsCommand(), setDomainCommand(), locksCommand(),
 		eventsCommand(),
 		convergerStatusCommand(), convergerPauseCommand(), convergerResumeCommand(),
 		cordonCommand(), uncordonCommand(), evacuateCommand(),

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -40,13 +41,7 @@ func routesCommand() *command {
 			hostname := fs.String("hostname", "", "only the routes of this `HOST`name")
 			address := fs.String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+"; default "+DefaultRouteEmitterAddress+")")
 			return func(ctx context.Context, s *session, _ []string) error {
-				addr := *address
-				if addr == "" {
-					addr = s.getenv(EnvRouteEmitterAddress)
-				}
-				if addr == "" {
-					addr = DefaultRouteEmitterAddress
-				}
+				addr := s.routeEmitterAddress(*address)
 				resp, err := s.listRoutes(ctx, addr, &routeemitterv1.ListRoutesRequest{ProcessGuid: *processGUID, Hostname: *hostname})
 				if err != nil {
 					return err
@@ -66,6 +61,12 @@ func routesCommand() *command {
 			}
 		},
 	}
+}
+
+// routeEmitterAddress is the --route-emitter flag, else $DROVER_ROUTE_EMITTER_ADDRESS,
+// else DefaultRouteEmitterAddress.
+func (s *session) routeEmitterAddress(flagValue string) string {
+	return cmp.Or(flagValue, s.getenv(EnvRouteEmitterAddress), DefaultRouteEmitterAddress)
 }
 
 // listRoutes calls ListRoutes on the route-emitter at addr with droverctl's

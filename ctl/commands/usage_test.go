@@ -53,6 +53,18 @@ func TestUsageErrors(t *testing.T) {
 		{"uncordon without a cell", []string{"cell", "uncordon"}, "cell uncordon takes 1 argument: CELL_ID"},
 		{"evacuate without a cell", []string{"evacuate", "--wait"}, "evacuate takes 1 argument: CELL_ID"},
 		{"evacuate with two cells", []string{"evacuate", "cell-1", "cell-2"}, "evacuate takes 1 argument: CELL_ID"},
+		{"push without a dir", []string{"push", "--name", "hello"}, "push takes 1 argument: DIR"},
+		{"push without a name", []string{"push", "."}, "push needs --name NAME"},
+		{"push with a bad name", []string{"push", ".", "--name", "Hello_World"}, "--name \"Hello_World\" must be a DNS label"},
+		{"push with bad memory", []string{"push", ".", "--name", "a", "--memory", "lots"}, "--memory: \"lots\" is not a positive size"},
+		{"push with bad disk", []string{"push", ".", "--name", "a", "--disk", "0"}, "--disk: \"0\" is not a positive size"},
+		{"push with negative instances", []string{"push", ".", "--name", "a", "--instances", "-2"}, "--instances must be a non-negative integer"},
+		{"push with a bad domain", []string{"push", ".", "--name", "a", "--domain", "no spaces"}, "--domain \"no spaces\" is not a valid DNS domain"},
+		{"push with a zero push timeout", []string{"push", ".", "--name", "a", "--push-timeout", "0"}, "--push-timeout must be positive"},
+		{"task without a command", []string{"task"}, "task needs a command: show, cancel, delete, desire"},
+		{"task show without a guid", []string{"task", "show"}, "task show takes 1 argument: TASK_GUID"},
+		{"task delete with two guids", []string{"task", "delete", "a", "b"}, "task delete takes 1 argument: TASK_GUID"},
+		{"task desire without a file", []string{"task", "desire"}, "task desire needs -f FILE"},
 		{"zero timeout", []string{"--timeout", "0", "domains"}, "--timeout must be positive"},
 		{"bad timeout", []string{"domains", "--timeout", "fast"}, "invalid value"},
 	}
@@ -103,7 +115,7 @@ func TestFamilyHelp(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	env := commands.Env{}
-	allCommands := []string{"domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
+	allCommands := []string{"push", "task show", "task cancel", "task delete", "task desire", "domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
 		"delete", "actual-lrps", "kill", "logs", "routes", "tasks", "cells", "cell-states", "events", "locks",
 		"converger status", "converger pause", "converger resume", "cell cordon", "cell uncordon", "evacuate"}
 

@@ -1,0 +1,179 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"drover.dev/bbs/models"
+	fsclient "drover.dev/fileserver/client"
+	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	repv1 "drover.dev/proto/gen/drover/rep/v1"
+	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
+)
+
+// pushBBS is push.BBS on the session's BBS connection, each call bounded by --timeout.
+type pushBBS struct{ s *session }
+
+// call runs fn with the client and a context bounded by --timeout.
+func (b pushBBS) call(ctx context.Context, fn func(context.Context, bbsv1.TaskServiceClient, bbsv1.DesiredLRPServiceClient) error) error {
+	c, callCtx, cancel, err := b.s.begin(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	return fn(callCtx, c.TaskServiceClient, c.DesiredLRPServiceClient)
+}
+
+func (b pushBBS) DesireTask(ctx context.Context, req *bbsv1.DesireTaskRequest) error {
+	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
+		_, err := t.DesireTask(ctx, req)
+		return err
+	})
+}
+
+func (b pushBBS) GetTask(ctx context.Context, guid string) (*modelsv1.Task, error) {
+	resp, err := b.s.getTask(ctx, guid)
+	return resp.GetTask(), err
+}
+
+func (b pushBBS) CancelTask(ctx context.Context, guid string) error {
+	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
+		_, err := t.CancelTask(ctx, &bbsv1.CancelTaskRequest{TaskGuid: guid})
+		return err
+	})
+}
+
+func (b pushBBS) ResolvingTask(ctx context.Context, guid string) error {
+	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
+		_, err := t.ResolvingTask(ctx, &bbsv1.ResolvingTaskRequest{TaskGuid: guid})
+		return err
+	})
+}
+
+func (b pushBBS) DeleteTask(ctx context.Context, guid string) error {
+	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
+		_, err := t.DeleteTask(ctx, &bbsv1.DeleteTaskRequest{TaskGuid: guid})
+		return err
+	})
+}
+
+func (b pushBBS) DesiredLRPs(ctx context.Context, domain string) ([]*modelsv1.DesiredLRP, error) {
+	var lrps []*modelsv1.DesiredLRP
+	err := b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
+		resp, err := d.ListDesiredLRPs(ctx, &bbsv1.ListDesiredLRPsRequest{Domain: domain})
+		lrps = resp.GetDesiredLrps()
+		return err
+	})
+	return lrps, err
+}
+
+func (b pushBBS) DesireLRP(ctx context.Context, lrp *modelsv1.DesiredLRP) error {
+	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
+		_, err := d.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp})
+		return err
+	})
+}
+
+func (b pushBBS) UpdateDesiredLRP(ctx context.Context, guid string, update *modelsv1.DesiredLRPUpdate) error {
+	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
+		_, err := d.UpdateDesiredLRP(ctx, &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: guid, Update: update})
+		return err
+	})
+}
+
+func (b pushBBS) RemoveDesiredLRP(ctx context.Context, guid string) error {
+	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
+		_, err := d.RemoveDesiredLRP(ctx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: guid})
+		return err
+	})
+}
+
+func (b pushBBS) ActualLRPs(ctx context.Context, guid string) ([]*modelsv1.ActualLRP, error) {
+	return listActualLRPs(ctx, b.s, &bbsv1.ListActualLRPsRequest{ProcessGuid: guid})
+}
+
+// pushLogs follows a task's or an instance's lines from its cell's rep (as logs
+// --follow does).
+type pushLogs struct{ s *session }
+
+func (l pushLogs) FollowTask(ctx context.Context, guid, cellID string, emit func([]*repv1.LogLine)) error {
+	return l.follow(ctx, cellID, &repv1.StreamLogsRequest{TaskGuid: guid, Follow: true}, emit)
+}
+
+func (l pushLogs) FollowInstance(ctx context.Context, guid string, index int32, cellID string, emit func([]*repv1.LogLine)) error {
+	return l.follow(ctx, cellID, &repv1.StreamLogsRequest{ProcessGuid: guid, Index: &index, Follow: true}, emit)
+}
+
+// follow streams req from the rep of cellID.
+func (l pushLogs) follow(ctx context.Context, cellID string, req *repv1.StreamLogsRequest, emit func([]*repv1.LogLine)) error {
+	cells, err := l.s.listCells(ctx)
+	if err != nil {
+		return err
+	}
+	for _, cell := range cells {
+		if cell.GetCellId() != cellID {
+			continue
+		}
+		rc, err := l.s.dialRep(cell)
+		if err != nil {
+			return err
+		}
+		defer rc.conn.Close()
+		if err := receiveLogs(ctx, rc, req, emit); err != nil {
+			return l.s.repError(cell, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("cell %s is gone", cellID)
+}
+
+// pushRoutes asks the route-emitter at addr for one process guid's routes.
+type pushRoutes struct {
+	s    *session
+	addr string
+}
+
+func (r pushRoutes) ListRoutes(ctx context.Context, guid string) ([]*routeemitterv1.Route, error) {
+	resp, err := r.s.listRoutes(ctx, r.addr, &routeemitterv1.ListRoutesRequest{ProcessGuid: guid})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetRoutes(), nil
+}
+
+// pushBlobstore is push.Blobstore on the fileserver client.
+type pushBlobstore struct {
+	*fsclient.Client
+	hc *http.Client
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// BlobSHA256 reads the blob's ETag (its quoted sha256) with a HEAD request.
+func (b pushBlobstore) BlobSHA256(ctx context.Context, key string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, b.BlobURL(key), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("fileserver: HEAD %s: %w", key, err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return "", models.NewError(models.ErrTypeResourceNotFound, "the fileserver has no blob %s", key)
+	default:
+		return "", fmt.Errorf("fileserver: HEAD %s: %s", key, resp.Status)
+	}
+	etag := strings.Trim(strings.TrimPrefix(resp.Header.Get("ETag"), "W/"), `"`)
+	if !sha256Hex.MatchString(etag) {
+		return "", nil
+	}
+	return etag, nil
+}

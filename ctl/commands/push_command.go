@@ -1,0 +1,171 @@
+package commands
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"drover.dev/bbs/models"
+	"drover.dev/ctl/push"
+	"drover.dev/ctl/target"
+	fsclient "drover.dev/fileserver/client"
+)
+
+// Push defaults and the environment variables that change them.
+const (
+	DefaultFileserverURL = "http://127.0.0.1:8080"
+	EnvFileserverURL     = "DROVER_FILESERVER_URL"
+	EnvFileserverKey     = "DROVER_FILESERVER_KEY"
+	EnvAppsDomain        = "DROVER_APPS_DOMAIN"
+	DefaultAppsDomain    = "example.com"
+	// DefaultPushStartWait bounds the wait for a push's instances unless --timeout is given.
+	DefaultPushStartWait = 3 * time.Minute
+	// DefaultPushTimeout bounds a whole push unless --push-timeout is given.
+	DefaultPushTimeout = 5 * time.Minute
+	// fileserverKeyPath is the signing key inside the .drover directory.
+	fileserverKeyPath = "fileserver/signing.key"
+)
+
+// ErrTypePushFailed is the error type of a push that did not end with its app running.
+const ErrTypePushFailed models.ErrorType = "PushFailed"
+
+const pushDetails = "Does what Cloud Controller does for 'cf push': lists DIR's files and asks the\n" +
+	"fileserver which it already has (resource matching), uploads only the others, and\n" +
+	"computes the app's version from the package, stack, memory and disk. When an LRP of\n" +
+	"that version exists it is only scaled to --instances; otherwise a staging task runs\n" +
+	"the stack's builder (its output is streamed as \"[STG/0] ...\"), then the droplet runs\n" +
+	"as the LRP <app guid>-<version> in domain apps, routed at NAME.DOMAIN. --wait prints\n" +
+	"progress until every instance is RUNNING; a crash or --timeout (default 3m here)\n" +
+	"removes the new LRP (each BBS call is bounded by 10s or less). Older versions of\n" +
+	"the app are unrouted and removed only after the new one runs and the route-emitter\n" +
+	"routes it. The staging task is always deleted. Progress goes to stdout as text.\n\n" +
+	"The fileserver is --fileserver (env " + EnvFileserverURL + ", default " + DefaultFileserverURL + "),\n" +
+	"its signing key --fileserver-key (env " + EnvFileserverKey + ", default .drover/" + fileserverKeyPath + ").\n" +
+	"The domain defaults to $" + EnvAppsDomain + ", else " + DefaultAppsDomain + ". --push-timeout bounds\n" +
+	"the whole push (default 5m)."
+
+func pushCommand() *command {
+	return &command{
+		name: "push", group: groupApps, args: []string{"DIR"},
+		flagsUsage: "--name NAME [flags]",
+		summary:    "Upload, stage and run an app, replacing its older version without downtime",
+		details:    pushDetails,
+		examples: []string{
+			"push examples/static-site --name hello",
+			"push examples/shell-app --name worker --instances 2 --memory 128M",
+			"push . --name hello --domain apps.internal --wait=false",
+		},
+		setup: func(fs *flag.FlagSet) action {
+			name := fs.String("name", "", "the app's `NAME` (a DNS label; required)")
+			stack := fs.String("stack", "busybox", "the `STACK` to stage and run on (rootfs preloaded:STACK)")
+			instances := fs.Int("instances", 1, "how many instances to run (`N`)")
+			memory := fs.String("memory", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
+			disk := fs.String("disk", "256M", "disk limit per instance: a `SIZE` in MB (256M, 1G)")
+			domain := fs.String("domain", "", "route the app at NAME.`DOMAIN` (env "+EnvAppsDomain+"; default "+DefaultAppsDomain+")")
+			wait := fs.Bool("wait", true, "wait until every instance is RUNNING (false only when no other version runs)")
+			fileserver := fs.String("fileserver", "", "fileserver `URL` (env "+EnvFileserverURL+"; default "+DefaultFileserverURL+")")
+			keyFile := fs.String("fileserver-key", "", "the fileserver's signing key `FILE` (env "+EnvFileserverKey+")")
+			routeEmitter := fs.String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+")")
+			var pushTimeout time.Duration = DefaultPushTimeout
+			fs.Var(&durationValue{d: &pushTimeout}, "push-timeout", "bounds the whole push: a `DURATION`")
+			return func(ctx context.Context, s *session, args []string) error {
+				app, err := pushApp(s, *name, *stack, *instances, *memory, *disk, *domain)
+				if err != nil {
+					return err
+				}
+				if pushTimeout <= 0 {
+					return usagef("--push-timeout must be positive")
+				}
+				startWait := s.opts.timeout
+				if !s.opts.timeoutSet {
+					startWait = DefaultPushStartWait
+				}
+				s.opts.timeout = min(s.opts.timeout, DefaultTimeout)
+				blobs, err := s.fileserver(*fileserver, *keyFile)
+				if err != nil {
+					return err
+				}
+				ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+				defer cancel()
+				_, err = push.Push(ctx, push.Options{Dir: args[0], App: app, Wait: *wait, StartTimeout: startWait}, push.Deps{
+					BBS:       pushBBS{s: s},
+					Blobstore: blobs,
+					Logs:      pushLogs{s: s},
+					Routes:    pushRoutes{s: s, addr: s.routeEmitterAddress(*routeEmitter)},
+					ScanDir:   fsclient.ScanDir,
+					Out:       s.stdout,
+				})
+				return pushError(ctx, err)
+			}
+		},
+	}
+}
+
+// pushApp reads and checks the app's flags.
+func pushApp(s *session, name, stack string, instances int, memory, disk, domain string) (push.App, error) {
+	if name == "" {
+		return push.App{}, usagef("push needs --name NAME")
+	}
+	if instances < 0 || instances > 1<<31-1 {
+		return push.App{}, usagef("--instances must be a non-negative integer, not %d", instances)
+	}
+	memoryMB, err := push.ParseMegabytes(memory)
+	if err != nil {
+		return push.App{}, usagef("--memory: %v", err)
+	}
+	diskMB, err := push.ParseMegabytes(disk)
+	if err != nil {
+		return push.App{}, usagef("--disk: %v", err)
+	}
+	app := push.App{
+		Name: name, Stack: stack, Instances: int32(instances), MemoryMB: memoryMB, DiskMB: diskMB,
+		Domain: cmp.Or(domain, s.getenv(EnvAppsDomain), DefaultAppsDomain),
+	}
+	if err := app.Validate(); err != nil {
+		return push.App{}, usagef("%v", err)
+	}
+	return app, nil
+}
+
+// fileserver builds the fileserver client with its signing key.
+func (s *session) fileserver(urlFlag, keyFlag string) (pushBlobstore, error) {
+	base := cmp.Or(urlFlag, s.getenv(EnvFileserverURL), DefaultFileserverURL)
+	keyFile := cmp.Or(keyFlag, s.getenv(EnvFileserverKey))
+	if keyFile == "" {
+		home, err := target.FindHome(s.getenv(target.EnvHome), s.env.WorkDir)
+		if err != nil {
+			return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "no fileserver signing key: pass --fileserver-key or set %s (%v)", EnvFileserverKey, err)
+		}
+		keyFile = filepath.Join(home, fileserverKeyPath)
+	}
+	data, err := os.ReadFile(keyFile)
+	if err != nil {
+		return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "fileserver signing key: %v", err)
+	}
+	key := bytes.TrimSpace(data)
+	if len(key) < 16 {
+		return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "fileserver signing key %s is shorter than 16 bytes", keyFile)
+	}
+	hc := &http.Client{Timeout: fsclient.DefaultTimeout}
+	return pushBlobstore{Client: fsclient.New(base, key, hc), hc: hc}, nil
+}
+
+// pushError types a failed push; an interruption stays one, and a deadline says
+// which limit it was.
+func pushError(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded):
+		return models.NewError(ErrTypePushFailed, "%v (the push did not finish within --push-timeout)", err)
+	}
+	return models.NewError(ErrTypePushFailed, "%v", err)
+}

@@ -1,0 +1,222 @@
+package push
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+)
+
+// Options are one push's choices.
+type Options struct {
+	// Dir holds the app's files.
+	Dir string
+	// App is the app's name and settings; the package fields are filled in by Push.
+	App App
+	// Wait makes Push wait until every instance is RUNNING. Without it Push returns
+	// after desiring the LRP, which is refused when another version of the app runs.
+	Wait bool
+	// StartTimeout bounds the wait for the instances and for the routers.
+	StartTimeout time.Duration
+}
+
+// Result is what a push did.
+type Result struct {
+	App         App
+	ProcessGUID string
+	// Staged is false when the version already had an LRP.
+	Staged  bool
+	Package Package
+	// Removed are the process guids of the older versions removed.
+	Removed []string
+	// URL is where the app is routed.
+	URL string
+}
+
+// cleanupTimeout bounds the removal of what a failed push created.
+const cleanupTimeout = 30 * time.Second
+
+// Push uploads the app in opts.Dir, stages it unless this version already runs,
+// desires its LRP, waits for it and replaces older versions (see the package doc).
+// On failure it removes the staging task and the new LRP it created.
+func Push(ctx context.Context, opts Options, d Deps) (Result, error) {
+	p := &pusher{Deps: d, out: &progress{w: d.Out}}
+	if p.Out == nil {
+		p.out.w = io.Discard
+	}
+	if p.PollInterval <= 0 {
+		p.PollInterval = 200 * time.Millisecond
+	}
+	return p.push(ctx, opts)
+}
+
+// pusher runs one push.
+type pusher struct {
+	Deps
+	out *progress
+}
+
+func (p *pusher) push(ctx context.Context, opts Options) (Result, error) {
+	app := opts.App
+	if err := app.Validate(); err != nil {
+		return Result{}, err
+	}
+	pkg, err := p.upload(ctx, opts.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	app.PackageKey, app.PackageSHA256 = pkg.Key, pkg.SHA256
+	res := Result{App: app, ProcessGUID: app.ProcessGUID(), Package: pkg, URL: "http://" + app.Hostname()}
+	p.out.printf("Version %s of %s (process guid %s)", app.Version(), app.Name, res.ProcessGUID)
+
+	existing, olds, err := p.versions(ctx, app)
+	if err != nil {
+		return res, err
+	}
+	if !opts.Wait && len(olds) > 0 {
+		return res, fmt.Errorf("--wait=false is refused: another version of %s runs (%s) and is replaced only after the new one is running", app.Name, strings.Join(olds, ", "))
+	}
+	if existing != nil {
+		if err := p.rescale(ctx, existing, app.Instances); err != nil {
+			return res, err
+		}
+	} else {
+		res.Staged = true
+		staged, err := p.stage(ctx, app)
+		if err != nil {
+			return res, err
+		}
+		if err := p.desire(ctx, app, staged); err != nil {
+			return res, err
+		}
+	}
+	if !opts.Wait {
+		p.out.printf("Desired %d instances of %s; not waiting", app.Instances, res.ProcessGUID)
+		return res, nil
+	}
+	if err := p.waitRunning(ctx, res.ProcessGUID, app.Instances, opts.StartTimeout); err != nil {
+		if existing == nil {
+			p.remove(ctx, res.ProcessGUID)
+		}
+		return res, err
+	}
+	if res.Removed, err = p.rollout(ctx, app, olds, opts.StartTimeout); err != nil {
+		return res, err
+	}
+	p.out.printf("Routed at %s", res.URL)
+	return res, nil
+}
+
+// upload sends the files the fileserver lacks and returns the package.
+func (p *pusher) upload(ctx context.Context, dir string) (Package, error) {
+	files, err := p.ScanDir(dir)
+	if err != nil {
+		return Package{}, fmt.Errorf("reading app directory: %w", err)
+	}
+	if len(files) == 0 {
+		return Package{}, fmt.Errorf("app directory %s has no files", dir)
+	}
+	known, err := p.Blobstore.MatchResources(ctx, files)
+	if err != nil {
+		return Package{}, fmt.Errorf("resource matching: %w", err)
+	}
+	missing := Missing(files, known)
+	p.out.printf("Uploading %d of %d files (%s), %d already on the server",
+		len(missing), len(files), HumanBytes(TotalSize(missing)), len(files)-len(missing))
+	pkg, err := p.Blobstore.UploadPackage(ctx, dir, files, missing)
+	if err != nil {
+		return Package{}, fmt.Errorf("uploading package: %w", err)
+	}
+	return pkg, nil
+}
+
+// versions finds this version's LRP, if any, and the process guids of other versions.
+func (p *pusher) versions(ctx context.Context, app App) (*modelsv1.DesiredLRP, []string, error) {
+	lrps, err := p.BBS.DesiredLRPs(ctx, AppsDomain)
+	if err != nil {
+		return nil, nil, err
+	}
+	var existing *modelsv1.DesiredLRP
+	var olds []string
+	for _, lrp := range lrps {
+		guid := lrp.GetProcessGuid()
+		switch {
+		case guid == app.ProcessGUID():
+			existing = lrp
+		case IsVersionOf(guid, app.GUID()):
+			olds = append(olds, guid)
+		}
+	}
+	return existing, olds, nil
+}
+
+// IsVersionOf reports whether processGUID is "<appGUID>-<8 hex>".
+func IsVersionOf(processGUID, appGUID string) bool {
+	v, ok := strings.CutPrefix(processGUID, appGUID+"-")
+	return ok && len(v) == 8 && strings.Trim(v, "0123456789abcdef") == ""
+}
+
+// rescale sets the existing LRP's instances when they differ.
+func (p *pusher) rescale(ctx context.Context, lrp *modelsv1.DesiredLRP, instances int32) error {
+	if lrp.GetInstances() == instances {
+		p.out.printf("This version is already desired with %d instances: nothing to stage", instances)
+		return nil
+	}
+	p.out.printf("This version is already desired: scaling from %d to %d instances", lrp.GetInstances(), instances)
+	return p.BBS.UpdateDesiredLRP(ctx, lrp.GetProcessGuid(), &modelsv1.DesiredLRPUpdate{Instances: &instances})
+}
+
+// desire looks up the droplet's checksum and desires the new LRP.
+func (p *pusher) desire(ctx context.Context, app App, staged StagingResult) error {
+	sum, err := p.Blobstore.BlobSHA256(ctx, app.DropletKey())
+	if err != nil {
+		return fmt.Errorf("droplet %s: %w", app.DropletKey(), err)
+	}
+	lrp := DesiredLRP(app, staged, Droplet{URL: p.Blobstore.BlobURL(app.DropletKey()), SHA256: sum})
+	p.out.printf("Starting %d instances of %s (%s: %s)", app.Instances, lrp.GetProcessGuid(), staged.DetectedType, staged.StartCommand)
+	return p.BBS.DesireLRP(ctx, lrp)
+}
+
+// remove deletes an LRP this push created, even when ctx is over.
+func (p *pusher) remove(ctx context.Context, guid string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if err := p.BBS.RemoveDesiredLRP(cctx, guid); err != nil {
+		p.out.printf("warning: could not remove %s: %v", guid, err)
+		return
+	}
+	p.out.printf("Removed %s", guid)
+}
+
+// cleanupContext outlives ctx's cancellation for cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// sleep waits one poll interval; it fails when ctx ends first.
+func (p *pusher) sleep(ctx context.Context) error {
+	t := time.NewTimer(p.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// progress writes lines to the terminal from several goroutines.
+type progress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *progress) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
