@@ -38,8 +38,9 @@ up: deps
 # When devstack itself cannot be built, fall back to the pid files and postgres.sh.
 down:
 	@$(DEVSTACK) down || { \
-	  echo "devstack down failed: stopping route-emitter, router, converger, reps, auctioneer and BBS by their pid files" >&2; \
-	  for f in $${DROVER_HOME:-.drover}/route-emitter/route-emitter.pid $${DROVER_HOME:-.drover}/router/standin-router.pid \
+	  echo "devstack down failed: stopping route-emitter, fileserver, router, converger, reps, auctioneer and BBS by their pid files" >&2; \
+	  for f in $${DROVER_HOME:-.drover}/route-emitter/route-emitter.pid $${DROVER_HOME:-.drover}/fileserver/fileserver.pid \
+	           $${DROVER_HOME:-.drover}/router/standin-router.pid \
 	           $${DROVER_HOME:-.drover}/converger/converger.pid $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
 	           $${DROVER_HOME:-.drover}/bbs-*/bbs.pid; do \
 	    [ -f "$$f" ] || continue; pid=$$(cat "$$f"); name=$$(basename "$$f" .pid); \
@@ -80,7 +81,7 @@ build:
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack \
 	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger \
-	  ./route-emitter/cmd/route-emitter ./integration/cmd/standin-router
+	  ./route-emitter/cmd/route-emitter ./integration/cmd/standin-router ./fileserver/cmd/fileserver
 
 bench:
 	scripts/postgres.sh start >/dev/null

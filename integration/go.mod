@@ -7,6 +7,7 @@ require (
 	drover.dev/bbs v0.0.0
 	drover.dev/converger v0.0.0
 	drover.dev/executor v0.0.0
+	drover.dev/fileserver v0.0.0
 	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
 	drover.dev/rep v0.0.0
@@ -62,6 +63,7 @@ replace (
 	drover.dev/bbs => ../bbs
 	drover.dev/converger => ../converger
 	drover.dev/executor => ../executor
+	drover.dev/fileserver => ../fileserver
 	drover.dev/lib => ../lib
 	drover.dev/proto => ../proto
 	drover.dev/rep => ../rep

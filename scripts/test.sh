@@ -11,7 +11,7 @@ cd "$root"
 export PATH="$PATH:/usr/local/go/bin"
 
 what=${1:-all}
-unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/... ./converger/... ./route-emitter/...)
+unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/... ./converger/... ./route-emitter/... ./fileserver/...)
 integration_pkgs=(./integration/...)
 case "$what" in
   all) pkgs=("${unit_pkgs[@]}" "${integration_pkgs[@]}") ;;

@@ -39,6 +39,9 @@ type Options struct {
 	// DefaultRouteEmitterPorts, DefaultRouterPorts).
 	RouteEmitterPorts RouteEmitterPorts
 	RouterPorts       RouterPorts
+	// FileserverPorts place the fileserver of a stack with cells (default
+	// DefaultFileserverPorts).
+	FileserverPorts FileserverPorts
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -86,6 +89,9 @@ func (o *Options) defaults() error {
 	if o.RouterPorts == (RouterPorts{}) {
 		o.RouterPorts = DefaultRouterPorts
 	}
+	if o.FileserverPorts == (FileserverPorts{}) {
+		o.FileserverPorts = DefaultFileserverPorts
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -111,7 +117,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	logf := opts.Logf
 	old, err := Load(opts.Home)
 	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
-		(old.RouteEmitter != nil) == (opts.Cells > 0) {
+		(old.RouteEmitter != nil) == (opts.Cells > 0) && (old.Fileserver != nil) == (opts.Cells > 0) {
 		logf("dev stack is already up")
 		return old, nil
 	}
@@ -142,7 +148,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	binaries := []Binary{BBSBinary, DroverctlBinary}
 	if opts.Cells > 0 {
-		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary)
+		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary, FileserverBinary)
 	}
 	logf("building %s into %s", binaryNames(binaries), s.BinDir)
 	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
@@ -175,6 +181,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.NATS = &nats
 		s.addRouting(opts.RouteEmitterPorts, opts.RouterPorts, DevRegisterInterval, true)
+		s.Fileserver = s.newFileserver(opts.FileserverPorts, true)
 	}
 	logf("writing dev certificates into %s", s.Certs.Dir)
 	if err := s.prepareFiles(); err != nil {
@@ -218,6 +225,11 @@ func (s *Stack) prepareFiles() error {
 			return err
 		}
 	}
+	if s.Fileserver != nil {
+		if err := ensureSigningKey(s.Fileserver.Config.SigningKeyFile); err != nil {
+			return fmt.Errorf("fileserver signing key: %w", err)
+		}
+	}
 	if len(s.Reps) == 0 {
 		return nil
 	}
@@ -231,11 +243,17 @@ func (s *Stack) prepareFiles() error {
 	return ensureBusyboxImage(s.BusyboxImage())
 }
 
-// startAll starts the BBS processes, the auctioneer and the reps in that order, each
-// waited on until healthy, waits until every cell shows in the BBS, then starts the
-// converger (so that its first pass sees every cell present), then the router and the
-// route-emitter.
+// startAll starts the fileserver, the BBS processes, the auctioneer and the reps in
+// that order, each waited on until healthy, waits until every cell shows in the BBS,
+// then starts the converger (so that its first pass sees every cell present), then the
+// router and the route-emitter.
 func (s *Stack) startAll(ctx context.Context, logf func(string, ...any)) error {
+	if f := s.Fileserver; f != nil {
+		logf("starting fileserver (http %s, debug %s)", f.Config.ServerAddress, f.Config.DebugAddress)
+		if err := f.Start(ctx); err != nil {
+			return err
+		}
+	}
 	for _, b := range s.BBS {
 		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
 		if err := b.Start(ctx); err != nil {
@@ -355,6 +373,9 @@ func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 	}
 	if e := s.RouteEmitter; e != nil {
 		add(&e.Service, fmt.Sprintf("grpc %s  debug %s", e.Config.ListenAddress, e.Config.DebugAddress), e.Healthy)
+	}
+	if f := s.Fileserver; f != nil {
+		add(&f.Service, fmt.Sprintf("http %s  debug %s", f.Config.ServerAddress, f.Config.DebugAddress), f.Healthy)
 	}
 	return out
 }

@@ -43,6 +43,9 @@ type Stack struct {
 	NATS         *NATS         `json:"nats,omitempty"`
 	RouteEmitter *RouteEmitter `json:"route_emitter,omitempty"`
 	Router       *Router       `json:"router,omitempty"`
+	// Fileserver serves builder bundles, app packages and droplets; nil when the stack
+	// runs none (a stack without cells, or a test stack that did not ask for one).
+	Fileserver *Fileserver `json:"fileserver,omitempty"`
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -116,6 +119,9 @@ func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
 	if s.RouteEmitter != nil {
 		errs = append(errs, s.RouteEmitter.Stop(ctx))
+	}
+	if s.Fileserver != nil {
+		errs = append(errs, s.Fileserver.Stop(ctx))
 	}
 	if s.Router != nil {
 		errs = append(errs, s.Router.Stop(ctx))

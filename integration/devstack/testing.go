@@ -37,6 +37,9 @@ type TestOptions struct {
 	// ConfigureConverger, when set, starts a converger (every TestConvergeInterval,
 	// started last) after letting it change its configuration; nil runs no converger.
 	ConfigureConverger func(c *convergerconfig.Config)
+	// Fileserver, when true, starts a fileserver on free ports (with the builder
+	// bundles and a signing key under the test's home).
+	Fileserver bool
 	// Routing, when set, starts an embedded NATS on a free port, the stand-in router
 	// and the route-emitter (started last); nil runs none of them.
 	Routing *RoutingOptions
@@ -59,7 +62,7 @@ const testDatabaseConnections = 10
 
 // builds compile each set of binaries once per test process.
 var builds = struct {
-	bbs, cells, converger, routing buildOnce
+	bbs, cells, converger, routing, fileserver buildOnce
 }{}
 
 type buildOnce struct {
@@ -120,6 +123,9 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 	}
 	if opts.Routing != nil {
 		s.addTestRouting(t, *opts.Routing)
+	}
+	if opts.Fileserver {
+		s.addTestFileserver(t)
 	}
 	if err := s.prepareFiles(); err != nil {
 		t.Fatal(err)
@@ -236,6 +242,9 @@ func (s *Stack) services() []*Service {
 	if s.RouteEmitter != nil {
 		out = append(out, &s.RouteEmitter.Service)
 	}
+	if s.Fileserver != nil {
+		out = append(out, &s.Fileserver.Service)
+	}
 	return out
 }
 
@@ -268,4 +277,18 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// addTestFileserver describes a fileserver on free ports.
+func (s *Stack) addTestFileserver(t testing.TB) {
+	t.Helper()
+	if err := builds.fileserver.do(s.Root, s.BinDir, FileserverBinary); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Fileserver = s.newFileserver(FileserverPorts{HTTP: ports[0], Debug: ports[1]}, false)
+	s.Fileserver.Config.LogLevel = "debug"
 }

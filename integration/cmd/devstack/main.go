@@ -70,6 +70,8 @@ func up(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.RouterPorts.Admin, "router-admin-port", devstack.DefaultRouterPorts.Admin, "admin port of the stand-in router (GET /routes)")
 	fs.IntVar(&opts.RouteEmitterPorts.GRPC, "route-emitter-port", devstack.DefaultRouteEmitterPorts.GRPC, "gRPC port of the route-emitter")
 	fs.IntVar(&opts.RouteEmitterPorts.Debug, "route-emitter-debug-port", devstack.DefaultRouteEmitterPorts.Debug, "debug port of the route-emitter")
+	fs.IntVar(&opts.FileserverPorts.HTTP, "fileserver-port", devstack.DefaultFileserverPorts.HTTP, "HTTP port of the fileserver (runs with cells)")
+	fs.IntVar(&opts.FileserverPorts.Debug, "fileserver-debug-port", devstack.DefaultFileserverPorts.Debug, "debug port of the fileserver")
 	fs.StringVar(&opts.DatabaseURL, "database-url", "", "use this database instead of the private Postgres")
 	if err := fs.Parse(args); err != nil {
 		return err

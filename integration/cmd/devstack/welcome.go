@@ -25,6 +25,9 @@ drover dev stack is up ({{.Home}}).
 {{- with .Router}}
   router     {{.URL}}   (stand-in gorouter; table {{.AdminURL}}/routes, nats {{$.NATS}})
 {{- end}}
+{{- with .Fileserver}}
+  fileserver {{.URL}}   (static {{.URL}}/v1/static/, debug {{.DebugURL}}/metrics, signing key {{$.SigningKey}})
+{{- end}}
 {{- with .RouteEmitter}}
   emitter    {{.Config.ListenAddress}}   (mTLS, debug {{.DebugURL}}/metrics, logs {{.StdoutPath}})
 {{- end}}
@@ -50,6 +53,10 @@ droverctl (finds {{.Certs}} and {{.BBS.Config.GRPCAddress}} by itself):
 {{- with .Router}}
   {{$.Bin}}/droverctl routes
   curl -H 'Host: busybox-httpd.example.com' {{.URL}}/
+{{- end}}
+{{- if and .Fileserver .Router}}
+  {{.Bin}}/droverctl push examples/static-site --name hello
+  curl -H 'Host: hello.example.com' {{.Router.URL}}/
 {{- end}}
 
 grpcurl:
@@ -82,6 +89,8 @@ func printWelcome(s *devstack.Stack) {
 		"Converger":    s.Converger,
 		"Router":       s.Router,
 		"RouteEmitter": s.RouteEmitter,
+		"Fileserver":   s.Fileserver,
+		"SigningKey":   rel(filepath.Join(s.Home, filepath.FromSlash(devstack.SigningKeyFile))),
 		"NATS":         natsURL(s),
 		"Certs":        rel(s.Certs.Dir),
 		"Bin":          rel(s.BinDir),
