@@ -6,23 +6,34 @@ import (
 	"io"
 	"io/fs"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // maxETags bounds the ETag cache; it is emptied when full.
 const maxETags = 10000
 
-// etagCache remembers the quoted hex SHA-256 of files by name, size and mtime, so a
-// file is hashed once until it changes.
+// etagCache remembers the quoted hex SHA-256 of files by name, inode, size and mtime,
+// so a file is hashed once until it changes. The inode catches a blob replaced by
+// rename with the same size within one tick of the file system's coarse mtime clock.
 type etagCache struct {
 	mu      sync.Mutex
 	entries map[string]etagEntry
 }
 
 type etagEntry struct {
+	ino   uint64
 	size  int64
 	mtime time.Time
 	etag  string
+}
+
+// inode is fi's inode number, 0 where the platform does not say.
+func inode(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
 }
 
 func newETagCache() *etagCache { return &etagCache{entries: map[string]etagEntry{}} }
@@ -33,7 +44,7 @@ func (c *etagCache) ETag(name string, f io.ReadSeeker, fi fs.FileInfo) (string, 
 	c.mu.Lock()
 	e, ok := c.entries[name]
 	c.mu.Unlock()
-	if ok && e.size == fi.Size() && e.mtime.Equal(fi.ModTime()) {
+	if ok && e.ino == inode(fi) && e.size == fi.Size() && e.mtime.Equal(fi.ModTime()) {
 		return e.etag, nil
 	}
 	h := sha256.New()
@@ -48,7 +59,7 @@ func (c *etagCache) ETag(name string, f io.ReadSeeker, fi fs.FileInfo) (string, 
 	if len(c.entries) >= maxETags {
 		c.entries = map[string]etagEntry{}
 	}
-	c.entries[name] = etagEntry{size: fi.Size(), mtime: fi.ModTime(), etag: etag}
+	c.entries[name] = etagEntry{ino: inode(fi), size: fi.Size(), mtime: fi.ModTime(), etag: etag}
 	c.mu.Unlock()
 	return etag, nil
 }
