@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -109,9 +110,19 @@ func TestConvergeStrayContainer(t *testing.T) {
 	images, err := cs.Containerd.Images(t.Context(), ns)
 	require.NoError(t, err)
 	require.NotEmpty(t, images, "the cell imported its busybox image")
-	stray := "stray-" + strings.ReplaceAll(t.Name(), "/", "-")
-	require.NoError(t, cs.Containerd.RunDetached(ctxFor(t, settleWait), ns, images[0], stray, "/bin/sleep", "1000"))
-	require.Contains(t, cs.containersOf(t, rep), stray)
+	// The reaper may win the race against ctr itself (it removes the container between
+	// its creation and its task's start, and ctr fails); then start another stray. Once
+	// ctr succeeded, a stray container ran in the namespace.
+	var stray string
+	for attempt := 1; ; attempt++ {
+		stray = fmt.Sprintf("stray-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), attempt)
+		err := cs.Containerd.RunDetached(ctxFor(t, settleWait), ns, images[0], stray, "/bin/sleep", "1000")
+		if err == nil {
+			break
+		}
+		require.Less(t, attempt, 5, "ctr run kept failing: %v", err)
+		t.Logf("attempt %d: the stray container did not start (the reaper may have removed it mid-creation): %v", attempt, err)
+	}
 
 	deadline := time.Now().Add(settleWait)
 	for {
