@@ -3,12 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"regexp"
-	"strings"
 
-	"drover.dev/bbs/models"
-	fsclient "drover.dev/fileserver/client"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
@@ -143,37 +138,4 @@ func (r pushRoutes) ListRoutes(ctx context.Context, guid string) ([]*routeemitte
 		return nil, err
 	}
 	return resp.GetRoutes(), nil
-}
-
-// pushBlobstore is push.Blobstore on the fileserver client.
-type pushBlobstore struct {
-	*fsclient.Client
-	hc *http.Client
-}
-
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// BlobSHA256 reads the blob's ETag (its quoted sha256) with a HEAD request.
-func (b pushBlobstore) BlobSHA256(ctx context.Context, key string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, b.BlobURL(key), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("fileserver: HEAD %s: %w", key, err)
-	}
-	resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return "", models.NewError(models.ErrTypeResourceNotFound, "the fileserver has no blob %s", key)
-	default:
-		return "", fmt.Errorf("fileserver: HEAD %s: %s", key, resp.Status)
-	}
-	etag := strings.Trim(strings.TrimPrefix(resp.Header.Get("ETag"), "W/"), `"`)
-	if !sha256Hex.MatchString(etag) {
-		return "", nil
-	}
-	return etag, nil
 }

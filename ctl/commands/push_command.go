@@ -1,13 +1,10 @@
 package commands
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"flag"
-	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	"drover.dev/ctl/push"
 	"drover.dev/ctl/target"
 	fsclient "drover.dev/fileserver/client"
+	"drover.dev/fileserver/signedurl"
 )
 
 // Push defaults and the environment variables that change them.
@@ -134,26 +132,21 @@ func pushApp(s *session, name, stack string, instances int, memory, disk, domain
 }
 
 // fileserver builds the fileserver client with its signing key.
-func (s *session) fileserver(urlFlag, keyFlag string) (pushBlobstore, error) {
+func (s *session) fileserver(urlFlag, keyFlag string) (*fsclient.Client, error) {
 	base := cmp.Or(urlFlag, s.getenv(EnvFileserverURL), DefaultFileserverURL)
 	keyFile := cmp.Or(keyFlag, s.getenv(EnvFileserverKey))
 	if keyFile == "" {
 		home, err := target.FindHome(s.getenv(target.EnvHome), s.env.WorkDir)
 		if err != nil {
-			return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "no fileserver signing key: pass --fileserver-key or set %s (%v)", EnvFileserverKey, err)
+			return nil, models.NewError(ErrTypeInvalidTarget, "no fileserver signing key: pass --fileserver-key or set %s (%v)", EnvFileserverKey, err)
 		}
 		keyFile = filepath.Join(home, fileserverKeyPath)
 	}
-	data, err := os.ReadFile(keyFile)
+	key, err := signedurl.ReadKey(keyFile)
 	if err != nil {
-		return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "fileserver signing key: %v", err)
+		return nil, models.NewError(ErrTypeInvalidTarget, "fileserver signing key: %v", err)
 	}
-	key := bytes.TrimSpace(data)
-	if len(key) < 16 {
-		return pushBlobstore{}, models.NewError(ErrTypeInvalidTarget, "fileserver signing key %s is shorter than 16 bytes", keyFile)
-	}
-	hc := &http.Client{Timeout: fsclient.DefaultTimeout}
-	return pushBlobstore{Client: fsclient.New(base, key, hc), hc: hc}, nil
+	return fsclient.New(base, key, nil), nil
 }
 
 // pushError types a failed push; an interruption stays one, and a deadline says

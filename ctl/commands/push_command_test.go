@@ -118,7 +118,7 @@ func TestPushNeedsTheSigningKey(t *testing.T) {
 	require.NoError(t, os.WriteFile(short, []byte("short"), 0o600))
 	res = run(t, env, "push", app, "--name", "hello", "--fileserver-key", short)
 	require.Equal(t, commands.ExitFailure, res.code)
-	require.Contains(t, res.stderr, "is shorter than 16 bytes")
+	require.Contains(t, res.stderr, "InvalidTarget: fileserver signing key: key must be at least 16 bytes, got 5 in "+short)
 
 	wrong := filepath.Join(t.TempDir(), "wrong.key")
 	require.NoError(t, os.WriteFile(wrong, []byte("another-key-of-enough-bytes"), 0o600))

@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -110,24 +112,36 @@ func (c *Client) StaticURL(path string) string {
 	return c.base + "/v1/static/" + strings.TrimLeft(path, "/")
 }
 
-// BlobExists reports whether the server holds a blob at key.
-func (c *Client) BlobExists(ctx context.Context, key string) (bool, error) {
+// ErrBlobNotFound is BlobSHA256's error for a key the server does not hold.
+var ErrBlobNotFound = errors.New("blob not found")
+
+// sha256Hex is a hex SHA-256, the content of a blob's ETag.
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// BlobSHA256 asks the server (HEAD) for the blob at key and returns its sha256, read
+// from the ETag; "" when the ETag is not one. A missing blob is ErrBlobNotFound.
+func (c *Client) BlobSHA256(ctx context.Context, key string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.BlobURL(key), nil)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("fileserver: HEAD %s: %w", key, err)
+		return "", fmt.Errorf("fileserver: HEAD %s: %w", key, err)
 	}
 	resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return true, nil
 	case http.StatusNotFound:
-		return false, nil
+		return "", fmt.Errorf("fileserver: %w: %s", ErrBlobNotFound, key)
+	default:
+		return "", fmt.Errorf("fileserver: HEAD %s: %s", key, resp.Status)
 	}
-	return false, fmt.Errorf("fileserver: HEAD %s: %s", key, resp.Status)
+	etag := strings.Trim(strings.TrimPrefix(resp.Header.Get("ETag"), "W/"), `"`)
+	if !sha256Hex.MatchString(etag) {
+		return "", nil
+	}
+	return etag, nil
 }
 
 // do sends a request and decodes the JSON answer into out; another status than want is

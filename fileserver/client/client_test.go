@@ -130,12 +130,11 @@ func TestPushFlow(t *testing.T) {
 	assert.Equal(t, 2, third.ReusedFiles)
 	assert.NotEqual(t, first.SHA256, third.SHA256)
 
-	ok, err := c.BlobExists(ctx, third.Key)
+	sum, err := c.BlobSHA256(ctx, third.Key)
 	require.NoError(t, err)
-	assert.True(t, ok)
-	ok, err = c.BlobExists(ctx, "packages/none.zip")
-	require.NoError(t, err)
-	assert.False(t, ok)
+	assert.Equal(t, third.SHA256, sum)
+	_, err = c.BlobSHA256(ctx, "packages/none.zip")
+	require.ErrorIs(t, err, client.ErrBlobNotFound)
 }
 
 func missing(all, known []client.Resource) []client.Resource {

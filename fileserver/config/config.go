@@ -4,8 +4,8 @@ package config
 import (
 	"errors"
 	"os"
-	"strings"
 
+	"drover.dev/fileserver/signedurl"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 )
@@ -18,8 +18,6 @@ const (
 	DefaultMaxPackageBytes = int64(1) << 30
 	DefaultMaxPackageFiles = 100000
 	DefaultMaxBlobBytes    = int64(4) << 30
-	// MinSigningKeyBytes is the shortest accepted signing key.
-	MinSigningKeyBytes = 16
 )
 
 // Config is the fileserver's configuration file.
@@ -93,16 +91,11 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// SigningKey reads the signing key file: its bytes with surrounding white space trimmed,
-// at least MinSigningKeyBytes long.
+// SigningKey reads the signing key file (signedurl.ReadKey).
 func (c *Config) SigningKey() ([]byte, error) {
-	data, err := os.ReadFile(c.SigningKeyFile)
+	key, err := signedurl.ReadKey(c.SigningKeyFile)
 	if err != nil {
 		return nil, libconfig.Invalid("signing_key_file", "%v", err)
-	}
-	key := []byte(strings.TrimSpace(string(data)))
-	if len(key) < MinSigningKeyBytes {
-		return nil, libconfig.Invalid("signing_key_file", "key must be at least %d bytes, got %d", MinSigningKeyBytes, len(key))
 	}
 	return key, nil
 }

@@ -1,6 +1,7 @@
 // Package signedurl signs and verifies upload URLs with an HMAC key and an expiry:
 // signature = hex(HMAC-SHA256(key, "PUT\n<path>\n<expires>")), carried in the query
-// parameters "expires" (unix seconds) and "signature". Whoever holds the key issues URLs.
+// parameters "expires" (unix seconds) and "signature". Whoever holds the key issues URLs;
+// ReadKey reads it from its file, for the server and for clients alike.
 package signedurl
 
 import (

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"drover.dev/fileserver/bundle"
 	fsconfig "drover.dev/fileserver/config"
@@ -47,15 +46,6 @@ func (f *Fileserver) URL() string { return "http://" + f.Config.ServerAddress }
 
 // DebugURL is the base URL of the fileserver's debug server (/metrics).
 func (f *Fileserver) DebugURL() string { return "http://" + f.Config.DebugAddress }
-
-// SigningKey reads the key that signs upload URLs.
-func (f *Fileserver) SigningKey() ([]byte, error) {
-	b, err := os.ReadFile(f.Config.SigningKeyFile)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(strings.TrimSpace(string(b))), nil
-}
 
 // Start packs the builder bundles into the static directory, writes the configuration,
 // starts the fileserver and waits until it is Healthy.
