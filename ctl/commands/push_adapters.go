@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"drover.dev/bbs/client"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
@@ -14,18 +15,18 @@ import (
 type pushBBS struct{ s *session }
 
 // call runs fn with the client and a context bounded by --timeout.
-func (b pushBBS) call(ctx context.Context, fn func(context.Context, bbsv1.TaskServiceClient, bbsv1.DesiredLRPServiceClient) error) error {
+func (b pushBBS) call(ctx context.Context, fn func(context.Context, *client.Client) error) error {
 	c, callCtx, cancel, err := b.s.begin(ctx)
 	defer cancel()
 	if err != nil {
 		return err
 	}
-	return fn(callCtx, c.TaskServiceClient, c.DesiredLRPServiceClient)
+	return fn(callCtx, c)
 }
 
 func (b pushBBS) DesireTask(ctx context.Context, req *bbsv1.DesireTaskRequest) error {
-	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
-		_, err := t.DesireTask(ctx, req)
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.DesireTask(ctx, req)
 		return err
 	})
 }
@@ -36,30 +37,30 @@ func (b pushBBS) GetTask(ctx context.Context, guid string) (*modelsv1.Task, erro
 }
 
 func (b pushBBS) CancelTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
-		_, err := t.CancelTask(ctx, &bbsv1.CancelTaskRequest{TaskGuid: guid})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.CancelTask(ctx, &bbsv1.CancelTaskRequest{TaskGuid: guid})
 		return err
 	})
 }
 
 func (b pushBBS) ResolvingTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
-		_, err := t.ResolvingTask(ctx, &bbsv1.ResolvingTaskRequest{TaskGuid: guid})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.ResolvingTask(ctx, &bbsv1.ResolvingTaskRequest{TaskGuid: guid})
 		return err
 	})
 }
 
 func (b pushBBS) DeleteTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, t bbsv1.TaskServiceClient, _ bbsv1.DesiredLRPServiceClient) error {
-		_, err := t.DeleteTask(ctx, &bbsv1.DeleteTaskRequest{TaskGuid: guid})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.DeleteTask(ctx, &bbsv1.DeleteTaskRequest{TaskGuid: guid})
 		return err
 	})
 }
 
 func (b pushBBS) DesiredLRPs(ctx context.Context, domain string) ([]*modelsv1.DesiredLRP, error) {
 	var lrps []*modelsv1.DesiredLRP
-	err := b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
-		resp, err := d.ListDesiredLRPs(ctx, &bbsv1.ListDesiredLRPsRequest{Domain: domain})
+	err := b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		resp, err := c.ListDesiredLRPs(ctx, &bbsv1.ListDesiredLRPsRequest{Domain: domain})
 		lrps = resp.GetDesiredLrps()
 		return err
 	})
@@ -67,22 +68,22 @@ func (b pushBBS) DesiredLRPs(ctx context.Context, domain string) ([]*modelsv1.De
 }
 
 func (b pushBBS) DesireLRP(ctx context.Context, lrp *modelsv1.DesiredLRP) error {
-	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
-		_, err := d.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp})
 		return err
 	})
 }
 
 func (b pushBBS) UpdateDesiredLRP(ctx context.Context, guid string, update *modelsv1.DesiredLRPUpdate) error {
-	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
-		_, err := d.UpdateDesiredLRP(ctx, &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: guid, Update: update})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.UpdateDesiredLRP(ctx, &bbsv1.UpdateDesiredLRPRequest{ProcessGuid: guid, Update: update})
 		return err
 	})
 }
 
 func (b pushBBS) RemoveDesiredLRP(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, _ bbsv1.TaskServiceClient, d bbsv1.DesiredLRPServiceClient) error {
-		_, err := d.RemoveDesiredLRP(ctx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: guid})
+	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
+		_, err := c.RemoveDesiredLRP(ctx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: guid})
 		return err
 	})
 }
