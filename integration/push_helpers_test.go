@@ -8,11 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,20 +29,12 @@ const (
 	pushTimeout = 4 * time.Minute
 )
 
-// pushStack is a routed stack with a fileserver and a droverctl binary.
+// pushStack is a routed stack with a fileserver.
 type pushStack struct {
 	*routedStack
-	droverctl string
 }
 
-// droverctlBuild builds droverctl once per test process.
-var droverctlBuild struct {
-	once sync.Once
-	err  error
-}
-
-// newPushStack starts a stack with n cells, the routing side and a fileserver, and
-// builds droverctl.
+// newPushStack starts a stack with n cells, the routing side and a fileserver.
 func newPushStack(t *testing.T, n int) *pushStack {
 	t.Helper()
 	s := devstack.NewTest(t, devstack.TestOptions{
@@ -52,14 +42,7 @@ func newPushStack(t *testing.T, n int) *pushStack {
 		Routing:    &devstack.RoutingOptions{},
 		Fileserver: true,
 	})
-	droverctlBuild.once.Do(func() {
-		droverctlBuild.err = devstack.Build(context.Background(), s.Root, s.BinDir, devstack.DroverctlBinary)
-	})
-	require.NoError(t, droverctlBuild.err)
-	return &pushStack{
-		routedStack: &routedStack{cellStack: &cellStack{Stack: s, bbs: s.Client(t, 0)}},
-		droverctl:   filepath.Join(s.BinDir, devstack.DroverctlBinary.Name),
-	}
+	return &pushStack{routedStack: &routedStack{cellStack: &cellStack{Stack: s, bbs: s.Client(t, 0)}}}
 }
 
 // pushResult is what one droverctl run printed and how it ended.
@@ -76,10 +59,8 @@ func (ps *pushStack) droverctlRun(t *testing.T, args ...string) pushResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), pushTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ps.droverctl, args...)
-	cmd.Env = append(os.Environ(),
-		"DROVER_HOME="+ps.Home,
-		"DROVER_BBS_ADDRESS="+ps.BBS[0].GRPCAddress(),
+	cmd := droverctlCommand(t, ctx, ps.Stack, args...)
+	cmd.Env = append(cmd.Env,
 		"DROVER_FILESERVER_URL="+ps.Fileserver.URL(),
 		"DROVER_ROUTE_EMITTER_ADDRESS="+ps.RouteEmitter.Address(),
 		"DROVER_APPS_DOMAIN="+appsDomain,

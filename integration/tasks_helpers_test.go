@@ -170,8 +170,14 @@ type receivedLine struct {
 	received time.Time
 }
 
-// droverctlCommand builds the stack's droverctl (once per process, shared with the push
-// scenarios through droverctlBuild) and returns a command running it
+// droverctlBuild builds droverctl once per test process.
+var droverctlBuild struct {
+	once sync.Once
+	err  error
+}
+
+// droverctlCommand builds the stack's droverctl (once per process) and returns a
+// command running it
 // against the stack with args; interrupting ctx sends SIGINT, as a user's Ctrl-C.
 func droverctlCommand(t *testing.T, ctx context.Context, s *devstack.Stack, args ...string) *exec.Cmd {
 	t.Helper()
