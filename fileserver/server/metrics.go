@@ -1,8 +1,6 @@
 package server
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,26 +39,3 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	return m, nil
 }
-
-// statusRecorder remembers the status code written through it.
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(p []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.ResponseWriter.Write(p)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

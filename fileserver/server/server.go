@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"drover.dev/fileserver/blobstore"
+	"drover.dev/lib/httpserver"
 	"drover.dev/lib/logging"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) handle(pattern, name string, h http.HandlerFunc) {
 // ServeHTTP refuses paths with a ".." segment (before the mux would redirect them),
 // routes the request and counts it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &httpserver.StatusRecorder{ResponseWriter: w}
 	route := "invalid-path"
 	if hasDotDot(r.URL.Path) {
 		s.refuse(rec, r, http.StatusBadRequest, "path-escape", "invalid path: \"..\" segment")
@@ -98,10 +99,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			route = "unmatched"
 		}
 	}
-	if rec.code == 0 {
-		rec.code = http.StatusOK
+	if rec.Status == 0 {
+		rec.Status = http.StatusOK
 	}
-	s.metrics.Requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
+	s.metrics.Requests.WithLabelValues(route, strconv.Itoa(rec.Status)).Inc()
 }
 
 // hasDotDot reports whether the (decoded) path has a ".." segment.
