@@ -30,7 +30,7 @@ func TestPush(t *testing.T) {
 		lrps := ps.appLRPs(t, "hello")
 		require.Len(t, lrps, 1)
 		require.EqualValues(t, 2, lrps[0].GetInstances())
-		ps.requireInstancesServe(t, lrps[0].GetProcessGuid(), 2)
+		ps.waitRunning(t, lrps[0].GetProcessGuid(), 2)
 	})
 
 	t.Run("shell app", func(t *testing.T) {
@@ -132,12 +132,6 @@ func (ps *pushStack) requireStaged(t *testing.T, res pushResult, kind string) {
 	require.Contains(t, res.stdout, "Detected "+kind)
 	require.Contains(t, res.stdout, "instances running")
 	require.Empty(t, ps.tasks(t), "the staging task is gone after the push")
-}
-
-// requireInstancesServe checks that guid has n RUNNING instances.
-func (ps *pushStack) requireInstancesServe(t *testing.T, guid string, n int) {
-	t.Helper()
-	ps.waitRunning(t, guid, n)
 }
 
 // requireNoOrphanInstances waits until every actual LRP in the apps domain belongs to a
