@@ -74,10 +74,8 @@ func (c *Config) Validate() error {
 	}
 	var errs []error
 	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress}})...)
-	if c.TLS.Enabled() {
-		if err := c.TLS.Validate(); err != nil {
-			errs = append(errs, libconfig.Invalid("tls", "%v", err))
-		}
+	if err := libconfig.OptionalTLS("tls", c.TLS); err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		field string

@@ -12,6 +12,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"drover.dev/lib/tlsconfig"
 )
 
 // Validator is a configuration that can check itself after loading.
@@ -112,6 +114,18 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
 // Invalid returns a *FieldError for field with a formatted reason.
 func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// OptionalTLS checks the certificate files of field when any is set (TLS is on): all
+// three are then required. Nothing set is valid (TLS off).
+func OptionalTLS(field string, files tlsconfig.Files) error {
+	if !files.Enabled() {
+		return nil
+	}
+	if err := files.Validate(); err != nil {
+		return Invalid(field, "%v", err)
+	}
+	return nil
 }
 
 // Addresses checks each {field, address} pair with Address and returns the errors, in

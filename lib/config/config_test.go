@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/lib/tlsconfig"
 )
 
 type sample struct {
@@ -124,4 +126,10 @@ func TestAddresses(t *testing.T) {
 	require.EqualError(t, errs[0], "debug_address: is required")
 	require.EqualError(t, errs[1], `bbs_address: must be host:port, got "nohost"`)
 	require.Empty(t, Addresses([][2]string{{"a", "h:1"}}))
+}
+
+func TestOptionalTLS(t *testing.T) {
+	require.NoError(t, OptionalTLS("tls", tlsconfig.Files{}), "no files: TLS off")
+	require.NoError(t, OptionalTLS("tls", tlsconfig.Files{CAFile: "ca", CertFile: "crt", KeyFile: "key"}))
+	require.EqualError(t, OptionalTLS("nats_tls", tlsconfig.Files{CAFile: "ca"}), "nats_tls: cert_file is required")
 }

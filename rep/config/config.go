@@ -191,11 +191,7 @@ func (c *Config) Validate() error {
 	if c.AdvertiseAddress != "" {
 		check(libconfig.Address("advertise_address", c.AdvertiseAddress))
 	}
-	if c.TLS.Enabled() {
-		if err := c.TLS.Validate(); err != nil {
-			check(libconfig.Invalid("tls", "%v", err))
-		}
-	}
+	check(libconfig.OptionalTLS("tls", c.TLS))
 	if c.MemoryMB <= 0 {
 		check(libconfig.Invalid("memory_mb", "must be positive, got %d", c.MemoryMB))
 	}

@@ -118,14 +118,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, libconfig.Invalid("nats_addresses", "must be URLs like nats://host:port, got %q", a))
 		}
 	}
-	for _, t := range []struct {
-		field string
-		files tlsconfig.Files
-	}{{"tls", c.TLS}, {"nats_tls", c.NATSTLS}} {
-		if t.files.Enabled() {
-			if err := t.files.Validate(); err != nil {
-				errs = append(errs, libconfig.Invalid(t.field, "%v", err))
-			}
+	for _, err := range []error{libconfig.OptionalTLS("tls", c.TLS), libconfig.OptionalTLS("nats_tls", c.NATSTLS)} {
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if (c.NATSUsername == "") != (c.NATSPassword == "") {
