@@ -15,7 +15,6 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
-	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // errRuntimeClosed ends waits of processes when the runtime closes.
@@ -41,7 +40,12 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 	if err != nil {
 		return nil, fmt.Errorf("container spec of %s: %w", guid, err)
 	}
-	user, err := r.resolveUser(task.Pid(), spec.User)
+	cfs, err := openContainerFS(ctx, guid, task)
+	if err != nil {
+		return nil, err
+	}
+	user, err := resolveUserIn(cfs, spec.User)
+	cfs.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -163,19 +167,21 @@ func (p *process) Signal(ctx context.Context, sig syscall.Signal) error {
 	return err
 }
 
-// resolveUser resolves user against the rootfs of the container whose init is pid.
-func (r *Runtime) resolveUser(pid uint32, user string) (containerUser, error) {
-	root := fmt.Sprintf("/proc/%d/root", pid)
+// maxUserFileBytes bounds how much of the container's /etc/passwd and /etc/group is read.
+const maxUserFileBytes = 4 << 20
+
+// resolveUserIn resolves user against the container's /etc/passwd and /etc/group, both
+// opened inside its root.
+func resolveUserIn(cfs *containerFS, user string) (containerUser, error) {
 	open := func(name string) io.ReadCloser {
-		path, err := securejoin.SecureJoin(root, name)
+		f, err := cfs.openReadable(name)
 		if err != nil {
 			return nil
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil
-		}
-		return f
+		return struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(f, maxUserFileBytes), f}
 	}
 	passwd, group := open("/etc/passwd"), open("/etc/group")
 	defer closeAll(passwd, group)

@@ -9,43 +9,50 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+	"sort"
+	"syscall"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
+	"drover.dev/executor/internal/archivepolicy"
+	"golang.org/x/sys/unix"
 )
 
-// containerRoot is the host path of the container's root (through its init).
-func (r *Runtime) containerRoot(ctx context.Context, guid string) (string, uint32, error) {
-	_, task, err := r.loadTask(r.nsCtx(ctx), guid)
+// maxStreamOutDepth bounds how deep StreamOut walks a tree (one handle per level).
+const maxStreamOutDepth = 1024
+
+// openFS opens the filesystem of guid's container (see containerFS).
+func (r *Runtime) openFS(ctx context.Context, guid string) (*containerFS, error) {
+	ctx = r.nsCtx(ctx)
+	_, task, err := r.loadTask(ctx, guid)
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
-	return fmt.Sprintf("/proc/%d/root", task.Pid()), task.Pid(), nil
+	return openContainerFS(ctx, guid, task)
 }
 
-// StreamIn extracts a tar stream into dir inside the container, host-side through the
-// init's root (every path resolved inside it), owned by user.
+// StreamIn extracts a tar stream into dir inside the container, host-side through a
+// handle on the container's root (see containerFS), owned by user. Entries must pass
+// archivepolicy.Check.
 func (r *Runtime) StreamIn(ctx context.Context, guid, dir, user string, tarStream io.Reader) error {
-	root, pid, err := r.containerRoot(ctx, guid)
+	cfs, err := r.openFS(ctx, guid)
 	if err != nil {
 		return err
 	}
-	u, err := r.resolveUser(pid, user)
+	defer cfs.Close()
+	u, err := resolveUserIn(cfs, user)
 	if err != nil {
 		return err
 	}
-	return extractTar(root, dir, int(u.UID), int(u.GID), tarStream)
+	return extractTar(cfs, dir, int(u.UID), int(u.GID), tarStream)
 }
 
-// extractTar extracts entries under root/dir, never following a link out of root.
-func extractTar(root, dir string, uid, gid int, stream io.Reader) error {
-	base, err := securejoin.SecureJoin(root, dir)
+// extractTar extracts the entries of stream under dir (a container path).
+func extractTar(cfs *containerFS, dir string, uid, gid int, stream io.Reader) error {
+	dest := path.Clean("/" + dir)
+	base, err := cfs.mkdirAll(dest, uid, gid)
 	if err != nil {
-		return fmt.Errorf("stream in %s: %w", dir, err)
+		return fmt.Errorf("stream in %s: %w", dest, err)
 	}
-	if err := mkdirOwned(root, base, uid, gid); err != nil {
-		return fmt.Errorf("stream in %s: %w", dir, err)
-	}
+	base.Close()
 	tr := tar.NewReader(stream)
 	for {
 		hdr, err := tr.Next()
@@ -53,162 +60,260 @@ func extractTar(root, dir string, uid, gid int, stream io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("stream in %s: read tar: %w", dir, err)
+			return fmt.Errorf("stream in %s: read tar: %w", dest, err)
 		}
-		name := path.Clean("/" + hdr.Name)
-		if name == "/" && hdr.Typeflag == tar.TypeDir {
+		entry, err := archivepolicy.Check(dest, hdr)
+		if err != nil {
+			return fmt.Errorf("stream in %s: %w", dest, err)
+		}
+		if entry.Name == "" {
 			continue
 		}
-		target, err := securejoin.SecureJoin(root, path.Join(dir, name))
-		if err != nil {
-			return fmt.Errorf("stream in %s: %w", hdr.Name, err)
-		}
-		if err := mkdirOwned(root, filepath.Dir(target), uid, gid); err != nil {
-			return fmt.Errorf("stream in %s: %w", hdr.Name, err)
-		}
-		if err := extractEntry(root, dir, target, hdr, tr, uid, gid); err != nil {
-			return fmt.Errorf("stream in %s: %w", hdr.Name, err)
+		if err := extractEntry(cfs, dest, entry, hdr, tr, uid, gid); err != nil {
+			return fmt.Errorf("stream in %s: %w", dest, err)
 		}
 	}
 }
 
-func extractEntry(root, dir, target string, hdr *tar.Header, rd io.Reader, uid, gid int) error {
-	mode := fs.FileMode(hdr.Mode).Perm() | fs.FileMode(hdr.Mode)&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)
+// extractEntry creates one entry: its parent is resolved in the container's root, the
+// entry itself is made by name in that parent and set up through its own handle.
+func extractEntry(cfs *containerFS, dest string, entry archivepolicy.Entry, hdr *tar.Header, rd io.Reader, uid, gid int) error {
+	target := path.Join(dest, entry.Name)
+	parent, err := cfs.mkdirAll(path.Dir(target), uid, gid)
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	name := path.Base(target)
+	mode := uint32(fs.FileMode(hdr.Mode).Perm()) | uint32(hdr.Mode)&(unix.S_ISUID|unix.S_ISGID|unix.S_ISVTX)
+	var opErr error
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		if err := os.Mkdir(target, mode); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if err := os.Lchown(target, uid, gid); err != nil {
-			return err
-		}
-		return os.Chmod(target, mode)
+		opErr = extractDir(parent, name, mode, uid, gid)
 	case tar.TypeReg, tar.TypeRegA:
-		_ = removeIfNotDir(target)
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|noFollow, mode)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, rd); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Chown(uid, gid); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Chmod(mode); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		opErr = extractFile(parent, name, mode, rd, uid, gid)
 	case tar.TypeSymlink:
-		_ = removeIfNotDir(target)
-		if err := os.Symlink(hdr.Linkname, target); err != nil {
-			return err
-		}
-		return os.Lchown(target, uid, gid)
+		opErr = extractSymlink(parent, name, hdr.Linkname, uid, gid)
 	case tar.TypeLink:
-		src, err := securejoin.SecureJoin(root, path.Join(dir, path.Clean("/"+hdr.Linkname)))
-		if err != nil {
-			return err
-		}
-		_ = removeIfNotDir(target)
-		return os.Link(src, target)
+		opErr = extractHardLink(cfs, parent, name, path.Join(dest, entry.HardLink))
 	default:
-		return nil
+		return nil // devices, FIFOs and the like are skipped
 	}
+	var errno syscall.Errno
+	var pe *fs.PathError
+	switch {
+	case opErr == nil:
+		return nil
+	case errors.As(opErr, &errno), errors.As(opErr, &pe):
+		return pathErr("extract", target, opErr)
+	}
+	return fmt.Errorf("extract %s: %w", target, opErr) // reading the stream, naming no path
 }
 
-func removeIfNotDir(p string) error {
-	info, err := os.Lstat(p)
-	if err != nil || info.IsDir() {
+// extractDir makes directory name in parent, or keeps an existing one, and sets its
+// owner and mode. An existing symlink is kept as it is (later entries go through it)
+// but never followed to change its target's owner or mode.
+func extractDir(parent *os.File, name string, mode uint32, uid, gid int) error {
+	if err := unix.Mkdirat(int(parent.Fd()), name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return os.Remove(p)
-}
-
-// mkdirOwned creates dir (a resolved path under root) and missing parents, owning the
-// ones it creates to uid:gid.
-func mkdirOwned(root, dir string, uid, gid int) error {
-	if dir == root || len(dir) < len(root) {
+	d, err := openAt(parent, name, unix.O_RDONLY|unix.O_DIRECTORY)
+	if (errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)) && isSymlinkAt(parent, name) {
 		return nil
 	}
-	if info, err := os.Stat(dir); err == nil {
-		if !info.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Chown(uid, gid); err != nil {
+		return err
+	}
+	return unix.Fchmod(int(d.Fd()), mode)
+}
+
+// isSymlinkAt reports whether name in dir is a symlink.
+func isSymlinkAt(dir *os.File, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// extractFile replaces name in parent by a new regular file with rd's content; the file
+// is created exclusively, so it is never an inode that was there before.
+func extractFile(parent *os.File, name string, mode uint32, rd io.Reader, uid, gid int) error {
+	f, err := createNew(parent, name, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, rd); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		f.Close()
+		return err
+	}
+	// After the chown, which clears setuid and setgid bits.
+	if err := unix.Fchmod(int(f.Fd()), mode); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// createNew removes name in dir unless it is a directory and creates it anew.
+func createNew(dir *os.File, name string, mode uint32) (*os.File, error) {
+	for range 3 {
+		removeIfNotDir(dir, name)
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		if err == nil {
+			return os.NewFile(uintptr(fd), name), nil
 		}
-		return nil
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
 	}
-	if err := mkdirOwned(root, filepath.Dir(dir), uid, gid); err != nil {
+	return nil, unix.EEXIST
+}
+
+// extractSymlink replaces name in parent by a symlink to target owned by uid:gid.
+func extractSymlink(parent *os.File, name, target string, uid, gid int) error {
+	removeIfNotDir(parent, name)
+	if err := unix.Symlinkat(target, int(parent.Fd()), name); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	link, err := openAt(parent, name, unix.O_PATH)
+	if err != nil {
 		return err
 	}
-	return os.Lchown(dir, uid, gid)
+	defer link.Close()
+	info, err := link.Stat()
+	if err != nil {
+		return err
+	}
+	if info.Mode()&fs.ModeSymlink == 0 {
+		return errors.New("replaced while being extracted")
+	}
+	return unix.Fchownat(int(link.Fd()), "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// extractHardLink replaces name in parent by a hard link to source (a container path,
+// its parent resolved in the container's root, itself not followed).
+func extractHardLink(cfs *containerFS, parent *os.File, name, source string) error {
+	srcDir, err := cfs.lookupDir(path.Dir(source))
+	if err != nil {
+		return err
+	}
+	defer srcDir.Close()
+	removeIfNotDir(parent, name)
+	return unix.Linkat(int(srcDir.Fd()), path.Base(source), int(parent.Fd()), name, 0)
+}
+
+// removeIfNotDir removes name in dir unless it is a directory (failures are left to
+// the creation that follows).
+func removeIfNotDir(dir *os.File, name string) {
+	_ = unix.Unlinkat(int(dir.Fd()), name, 0)
 }
 
 // StreamOut returns a tar of path inside the container: one entry named after a file,
-// or the directory's tree under its base name.
+// or the directory's tree under its base name. The path is resolved in the container's
+// root; the tree is walked through handles and its symlinks are archived, not followed.
 func (r *Runtime) StreamOut(ctx context.Context, guid, p string) (io.ReadCloser, error) {
-	root, _, err := r.containerRoot(ctx, guid)
+	cfs, err := r.openFS(ctx, guid)
 	if err != nil {
 		return nil, err
 	}
-	src, err := securejoin.SecureJoin(root, p)
+	src := path.Clean("/" + p)
+	h, err := cfs.lookup(src)
 	if err != nil {
-		return nil, fmt.Errorf("stream out %s: %w", p, err)
+		cfs.Close()
+		return nil, fmt.Errorf("stream out %s: %w", src, err)
 	}
-	info, err := os.Lstat(src)
+	info, err := h.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stream out %s: %w", p, err)
+		h.Close()
+		cfs.Close()
+		return nil, fmt.Errorf("stream out %s: %w", src, pathErr("stat", src, err))
+	}
+	name := path.Base(src)
+	if name == "/" {
+		name = "."
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeTar(pw, src, path.Base(path.Clean("/"+p)), info))
+		defer cfs.Close()
+		defer h.Close()
+		tw := tar.NewWriter(pw)
+		err := writeTree(tw, h, info, src, name, 0)
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
 	}()
 	return pr, nil
 }
 
-// writeTar writes src (a file or a tree) as entries named under name.
-func writeTar(w io.Writer, src, name string, info fs.FileInfo) error {
-	tw := tar.NewWriter(w)
-	if name == "/" {
-		name = "."
-	}
-	if !info.IsDir() {
-		if err := writeTarEntry(tw, src, name, info); err != nil {
-			return err
-		}
-		return tw.Close()
-	}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return writeTarEntry(tw, p, path.Join(name, filepath.ToSlash(rel)), fi)
-	})
-	if err != nil {
+// writeTree writes the entry of handle h (an O_PATH handle, at container path p) as
+// name and, for a directory, its tree.
+func writeTree(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string, depth int) error {
+	if err := writeEntry(tw, h, info, p, name); err != nil {
 		return err
 	}
-	return tw.Close()
+	if !info.IsDir() {
+		return nil
+	}
+	if depth >= maxStreamOutDepth {
+		return fmt.Errorf("%s: deeper than %d directories", p, maxStreamOutDepth)
+	}
+	names, err := readDirNames(h)
+	if err != nil {
+		return pathErr("read directory", p, err)
+	}
+	for _, child := range names {
+		ch, err := openAt(h, child, unix.O_PATH)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
+		}
+		childPath := path.Join(p, child)
+		if err != nil {
+			return pathErr("open", childPath, err)
+		}
+		childInfo, err := ch.Stat()
+		if err == nil {
+			err = writeTree(tw, ch, childInfo, childPath, path.Join(name, child), depth+1)
+		} else {
+			err = pathErr("stat", childPath, err)
+		}
+		ch.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func writeTarEntry(tw *tar.Writer, src, name string, info fs.FileInfo) error {
+// readDirNames lists directory handle h, sorted.
+func readDirNames(h *os.File) ([]string, error) {
+	d, err := reopen(h, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// writeEntry writes the header of h and, for a regular file, its content (as many
+// bytes as its size said, however it changes meanwhile).
+func writeEntry(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string) error {
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		var err error
-		if link, err = os.Readlink(src); err != nil {
-			return err
+		if link, err = readlinkAt(h, ""); err != nil {
+			return pathErr("readlink", p, err)
 		}
 	}
 	hdr, err := tar.FileInfoHeader(info, link)
@@ -225,11 +330,17 @@ func writeTarEntry(tw *tar.Writer, src, name string, info fs.FileInfo) error {
 	if !info.Mode().IsRegular() {
 		return nil
 	}
-	f, err := os.Open(src)
+	f, err := reopen(h, unix.O_RDONLY)
 	if err != nil {
-		return err
+		return pathErr("open", p, err)
 	}
 	defer f.Close()
-	_, err = io.Copy(tw, f)
-	return err
+	if _, err := io.CopyN(tw, f, hdr.Size); errors.Is(err, io.EOF) {
+		return fmt.Errorf("read %s: the file shrank while it was read", p)
+	} else if errno := syscall.Errno(0); errors.As(err, &errno) {
+		return pathErr("read", p, errno)
+	} else if err != nil {
+		return err // the tar stream's, naming no path
+	}
+	return nil
 }

@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"strconv"
 	"strings"
+
+	"drover.dev/executor/internal/archivepolicy"
 )
 
 // format is the kind of archive a download holds.
@@ -121,7 +122,9 @@ func openTar(src *io.SectionReader, release func() error, artifactURL string) (i
 }
 
 // zipToTar writes every entry of zr to w as a tar archive, keeping directories, file
-// modes, modification times and symlinks.
+// modes, modification times and symlinks. Names are kept as they are (backslashes made
+// slashes): the extraction applies archivepolicy to every entry, so an escaping name is
+// refused there alike for a tar and a zip.
 func zipToTar(w io.Writer, zr *zip.Reader) error {
 	tw := tar.NewWriter(w)
 	for _, f := range zr.File {
@@ -134,21 +137,18 @@ func zipToTar(w io.Writer, zr *zip.Reader) error {
 
 // copyZipEntry writes one zip entry to tw.
 func copyZipEntry(tw *tar.Writer, f *zip.File) error {
-	name, err := cleanEntryName(f.Name)
-	if err != nil || name == "" {
-		return err
-	}
+	name := strings.ReplaceAll(f.Name, "\\", "/")
 	mode := f.Mode()
 	hdr := &tar.Header{Name: name, Mode: int64(mode.Perm()), ModTime: f.Modified, Format: tar.FormatPAX}
 	switch {
-	case mode.IsDir() || strings.HasSuffix(f.Name, "/"):
-		hdr.Typeflag, hdr.Name = tar.TypeDir, name+"/"
+	case mode.IsDir() || strings.HasSuffix(name, "/"):
+		hdr.Typeflag, hdr.Name = tar.TypeDir, strings.TrimSuffix(name, "/")+"/"
 		if mode.Perm() == 0 {
 			hdr.Mode = 0o755
 		}
 		return tw.WriteHeader(hdr)
 	case mode&fs.ModeSymlink != 0:
-		target, err := readZipEntry(f, 4096)
+		target, err := readZipEntry(f, archivepolicy.MaxPathBytes+1)
 		if err != nil {
 			return err
 		}
@@ -187,16 +187,4 @@ func readZipEntry(f *zip.File, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
 	return b, nil
-}
-
-// cleanEntryName makes an archive entry name relative and refuses names that leave the
-// archive's root ("" is the root itself, which is skipped).
-func cleanEntryName(name string) (string, error) {
-	slashed := strings.ReplaceAll(name, "\\", "/")
-	for _, part := range strings.Split(slashed, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("zip entry %q escapes the archive root", name)
-		}
-	}
-	return strings.TrimPrefix(path.Clean("/"+slashed), "/"), nil
 }

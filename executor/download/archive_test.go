@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"drover.dev/executor/internal/archivepolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -172,25 +173,72 @@ func TestZipToTar(t *testing.T) {
 		file{name: "app/run.sh", body: "#!/bin/sh\necho hi\n", mode: 0o755},
 		file{name: "app/data.txt", body: "data"},
 		file{name: "app/link", link: "run.sh"},
-		file{name: "/abs.txt", body: "abs"},
+		file{name: `win\path.txt`, body: "win"},
 	)
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, zipToTar(&buf, zr))
 	got := readTar(t, &buf)
-	assert.Equal(t, []string{"abs.txt", "app/", "app/data.txt", "app/link", "app/run.sh"}, names(got))
+	assert.Equal(t, []string{"app/", "app/data.txt", "app/link", "app/run.sh", "win/path.txt"}, names(got))
 	assert.Equal(t, member{typ: tar.TypeDir, mode: 0o755}, got["app/"])
 	assert.Equal(t, member{typ: tar.TypeReg, mode: 0o755, body: "#!/bin/sh\necho hi\n"}, got["app/run.sh"])
 	assert.Equal(t, member{typ: tar.TypeReg, mode: 0o644, body: "data"}, got["app/data.txt"])
 	assert.Equal(t, member{typ: tar.TypeSymlink, mode: 0o777, link: "run.sh"}, got["app/link"])
 }
 
-func TestZipToTarRefusesEscapingNames(t *testing.T) {
-	data := makeZip(t, file{name: "../evil", body: "x"})
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+func TestEscapingEntriesAreRefusedAlikeInTarAndZip(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []file
+		wantErr string
+	}{
+		{name: "dotdot", entries: []file{{name: "ok.txt", body: "x"}, {name: "../evil", body: "x"}},
+			wantErr: `archive entry "../evil": its name has a ".." component`},
+		{name: "inner dotdot", entries: []file{{name: "app/../../evil", body: "x"}},
+			wantErr: `archive entry "app/../../evil": its name has a ".." component`},
+		{name: "absolute", entries: []file{{name: "/etc/cron.d/evil", body: "x"}},
+			wantErr: `archive entry "/etc/cron.d/evil": its name is an absolute path`},
+		{name: "symlink out", entries: []file{{name: "app/etc", link: "../../../etc"}},
+			wantErr: `archive entry "app/etc": symlink target "../../../etc" points outside /home/vcap`},
+		{name: "absolute symlink out", entries: []file{{name: "root", link: "/"}},
+			wantErr: `archive entry "root": symlink target "/" points outside /home/vcap`},
+		{name: "well-behaved", entries: []file{{name: "app", dir: true}, {name: "app/a", body: "x"}, {name: "app/b", link: "/home/vcap/app/a"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tarErr := firstPolicyError(t, makeTar(t, tc.entries...))
+			zipErr := firstPolicyError(t, makeZip(t, tc.entries...))
+			if tc.wantErr == "" {
+				assert.NoError(t, tarErr)
+				assert.NoError(t, zipErr)
+				return
+			}
+			require.Error(t, tarErr)
+			require.Error(t, zipErr)
+			assert.EqualError(t, tarErr, tc.wantErr)
+			assert.EqualError(t, zipErr, tc.wantErr)
+		})
+	}
+}
+
+// firstPolicyError opens data as a download does and checks its entries into
+// /home/vcap as an extraction does; it returns the first refusal.
+func firstPolicyError(t *testing.T, data []byte) error {
+	t.Helper()
+	rc, err := openTar(io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), func() error { return nil }, "http://blob/x")
 	require.NoError(t, err)
-	assert.ErrorContains(t, zipToTar(io.Discard, zr), `zip entry "../evil" escapes the archive root`)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		require.NoError(t, err)
+		if _, err := archivepolicy.Check("/home/vcap", hdr); err != nil {
+			return err
+		}
+	}
 }
 
 func TestParseChecksum(t *testing.T) {

@@ -10,9 +10,12 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"drover.dev/executor/internal/archivepolicy"
 )
 
-// StreamIn keeps the regular files of a tar stream in memory under dir.
+// StreamIn keeps the regular files of a tar stream in memory under dir; entries must
+// pass archivepolicy.Check, as on a real cell.
 func (r *Runtime) StreamIn(ctx context.Context, guid, dir, user string, tarStream io.Reader) error {
 	tr := tar.NewReader(tarStream)
 	files := map[string][]byte{}
@@ -24,6 +27,10 @@ func (r *Runtime) StreamIn(ctx context.Context, guid, dir, user string, tarStrea
 		if err != nil {
 			return fmt.Errorf("reading tar stream: %w", err)
 		}
+		entry, err := archivepolicy.Check(dir, h)
+		if err != nil {
+			return fmt.Errorf("stream in %s: %w", path.Clean("/"+dir), err)
+		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
@@ -31,7 +38,7 @@ func (r *Runtime) StreamIn(ctx context.Context, guid, dir, user string, tarStrea
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", h.Name, err)
 		}
-		files[path.Join("/", dir, h.Name)] = data
+		files[path.Join("/", dir, entry.Name)] = data
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
