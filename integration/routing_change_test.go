@@ -19,7 +19,7 @@ import (
 // hostname and unregisters the old one; deleting the LRP unregisters everything.
 func TestRoutingScaleUpdateDelete(t *testing.T) {
 	rs := newRoutedStack(t, 1, devstack.RoutingOptions{})
-	rec := recordNATS(t, rs.NATS.URL)
+	rec := recordNATS(t, rs.NATS)
 	const guid, oldHost, newHost = "routed-change", "routed-change.example.com", "routed-change-2.example.com"
 	rs.desire(t, routedLRP(t, guid, oldHost, 2))
 	byIndex := rs.waitRunning(t, guid, 2)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"drover.dev/integration/devstack"
+	"drover.dev/integration/natstest"
 	"drover.dev/integration/router"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -81,10 +82,11 @@ type natsRecorder struct {
 	onMessage func(natsMessage)
 }
 
-// recordNATS connects to url and records until the test ends.
-func recordNATS(t *testing.T, url string) *natsRecorder {
+// recordNATS connects to the stack's NATS as a router (natstest.RouterUser) and records
+// until the test ends.
+func recordNATS(t *testing.T, n *devstack.NATS) *natsRecorder {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := n.Connect(natstest.RouterUser, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	r := &natsRecorder{}

@@ -18,7 +18,7 @@ import (
 // requests with that Host to both instances in turn.
 func TestRoutingRegistersRunningInstances(t *testing.T) {
 	rs := newRoutedStack(t, 1, devstack.RoutingOptions{})
-	rec := recordNATS(t, rs.NATS.URL)
+	rec := recordNATS(t, rs.NATS)
 	const guid, hostname = "routed-register", "routed-register.example.com"
 	rs.desire(t, routedLRP(t, guid, hostname, 2))
 	byIndex := rs.waitRunning(t, guid, 2)

@@ -56,7 +56,7 @@ func TestRoutingEmitterKillAndNATSRestart(t *testing.T) {
 	// NATS restart: a recorder connected afterwards sees every route registered again.
 	rs.NATS.Shutdown()
 	require.NoError(t, rs.NATS.Restart(t.Context(), rs.Stack))
-	rec := recordNATS(t, rs.NATS.URL)
+	rec := recordNATS(t, rs.NATS)
 	for uri, addrs := range want {
 		for _, addr := range addrs {
 			rec.waitFirst(t, router.SubjectRegister, uri, addr, devstack.TestRegisterInterval+emitterRestartSlack)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What `make test` and CI run: install what is missing, start the private Postgres, check
 # that generated code is current and the code is linted, then run every module's tests
-# (unit and integration) and print a summary. Non-zero when anything fails.
+# (unit and integration), run every fuzz target briefly, and print a summary. Non-zero
+# when anything fails.
 #   scripts/test.sh            # everything
 #   scripts/test.sh unit       # every module but the integration suite
 #   scripts/test.sh integration
+# Environment: FUZZ_TIME, how long each fuzz target runs in `all` mode (default 5s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,6 +23,30 @@ case "$what" in
 esac
 
 step() { echo; echo "==> $*"; }
+
+# run_fuzz_targets runs every fuzz target (a `func FuzzX` in a _test.go file) of the unit
+# modules for $FUZZ_TIME each, so that each decoder of outside input is fuzzed in CI. It
+# prints one line per target, and the output of a failing one (Go writes the failing
+# input under the package's testdata/fuzz/).
+run_fuzz_targets() {
+  local rc=0 file dir name out
+  local dirs=("${unit_pkgs[@]%/...}")
+  out=$(mktemp)
+  while IFS= read -r file; do
+    dir=./$(dirname "${file#./}")
+    for name in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$file"); do
+      if go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZ_TIME:-5s}" -fuzzminimizetime 1s "$dir" >"$out" 2>&1; then
+        echo "ok    $dir $name"
+      else
+        echo "FAIL  $dir $name"
+        cat "$out"
+        rc=1
+      fi
+    done
+  done < <(grep -rl --include='*_test.go' '^func Fuzz' "${dirs[@]}" | sort)
+  rm -f "$out"
+  return "$rc"
+}
 
 step "dependencies"
 scripts/install-deps.sh
@@ -43,6 +69,11 @@ step "go test ${pkgs[*]}"
 summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 GOTEST_SUMMARY=$summary scripts/gotest.sh "${pkgs[@]}" || status=1
+
+if [ "$what" = all ]; then
+  step "fuzz targets, ${FUZZ_TIME:-5s} each"
+  run_fuzz_targets || status=1
+fi
 
 echo
 if [ "$status" -eq 0 ]; then

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
@@ -29,9 +30,17 @@ const (
 type Config struct {
 	ListenAddress string `json:"listen_address"`
 	DebugAddress  string `json:"debug_address"`
-	BBSAddress    string `json:"bbs_address"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
+	BBSAddress        string `json:"bbs_address"`
 	// TLS is the auctioneer's certificate for its server and as a client of the BBS and reps.
-	TLS                  tlsconfig.Files    `json:"tls"`
+	TLS tlsconfig.Files `json:"tls"`
+	// IdentityCommonNames maps the common names of callers' certificates to their roles
+	// (operator, bbs, auctioneer, converger, route-emitter); when set it replaces the
+	// default (the dev stack's names, authz.DefaultCommonNames). Callers whose
+	// certificate has no role are refused (docs/architecture.md "Authorisation").
+	IdentityCommonNames  map[string]string  `json:"identity_common_names,omitempty"`
 	CellStateTimeout     libconfig.Duration `json:"cell_state_timeout"`
 	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
 	LockTTL              libconfig.Duration `json:"lock_ttl"`
@@ -67,14 +76,21 @@ func Load(path string) (*Config, error) {
 	return libconfig.LoadOver(path, Default())
 }
 
+// Names are the certificate names the gRPC server authorises its callers by.
+func (c *Config) Names() (authz.Names, error) { return authz.ComponentNames(c.IdentityCommonNames) }
+
 // Validate names the problem of every field that is wrong.
 func (c *Config) Validate() error {
 	if c == nil {
 		return errors.New("nil config")
 	}
 	var errs []error
-	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	if err := libconfig.OptionalTLS("tls", c.TLS); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.Names(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, d := range []struct {

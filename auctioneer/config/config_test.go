@@ -18,6 +18,8 @@ func TestDefaultIsValid(t *testing.T) {
 	require.Equal(t, DefaultLockTTL, cfg.LockTTL.Duration())
 	require.Equal(t, DefaultStartingContainerWeight, cfg.StartingContainerWeight)
 	require.Equal(t, DefaultAuctionRunnerWorkers, cfg.AuctionRunnerWorkers)
+	cfg.DebugAddress, cfg.DebugAdminAddress = "0.0.0.0:9017", "unix:/run/drover/auctioneer-debug.sock"
+	require.NoError(t, cfg.Validate(), "metrics on any address once pprof and /log-level are elsewhere")
 }
 
 func TestValidateRules(t *testing.T) {
@@ -29,6 +31,8 @@ func TestValidateRules(t *testing.T) {
 		{"listen address", func(c *Config) { c.ListenAddress = "nope" }, `listen_address: must be host:port, got "nope"`},
 		{"debug address", func(c *Config) { c.DebugAddress = "" }, `debug_address: is required`},
 		{"debug address port", func(c *Config) { c.DebugAddress = "localhost" }, `debug_address: must be host:port, got "localhost"`},
+		{"debug address routable with pprof on it", func(c *Config) { c.DebugAddress = "0.0.0.0:9017" }, `debug_address: "0.0.0.0:9017" is not a loopback address, and pprof and /log-level are served there`},
+		{"debug admin address routable", func(c *Config) { c.DebugAdminAddress = "0.0.0.0:9018" }, `debug_admin_address: "0.0.0.0:9018" is not a loopback address`},
 		{"bbs address", func(c *Config) { c.BBSAddress = "bbs" }, `bbs_address: must be host:port, got "bbs"`},
 		{"tls incomplete", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.pem"} }, "tls: cert_file is required"},
 		{"cell state timeout", func(c *Config) { c.CellStateTimeout = 0 }, "cell_state_timeout: must be positive, got 0s"},
@@ -37,6 +41,8 @@ func TestValidateRules(t *testing.T) {
 		{"lock retry interval", func(c *Config) { c.LockRetryInterval = 0 }, "lock_retry_interval: must be positive, got 0s"},
 		{"retry not shorter than ttl", func(c *Config) { c.LockRetryInterval = libconfig.Duration(15 * time.Second) }, "lock_retry_interval: must be shorter than lock_ttl (15s), got 15s"},
 		{"workers", func(c *Config) { c.AuctionRunnerWorkers = 0 }, "auction_runner_workers: must be positive, got 0"},
+		{"identity common names", func(c *Config) { c.IdentityCommonNames = map[string]string{"cell:x": "operator"} },
+			`identity_common_names: "cell:x" starts with the cell prefix "cell:"`},
 		{"starting container weight", func(c *Config) { c.StartingContainerWeight = -0.1 }, "starting_container_weight: must not be negative, got -0.1"},
 		{"bin pack weight", func(c *Config) { c.BinPackFirstFitWeight = -1 }, "bin_pack_first_fit_weight: must not be negative, got -1"},
 		{"in-flight maximum", func(c *Config) { c.StartingContainerCountMaximum = -1 }, "starting_container_count_maximum: must not be negative, got -1"},

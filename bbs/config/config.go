@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
@@ -24,8 +25,14 @@ const (
 	DefaultEventRetention         = 24 * time.Hour
 	DefaultEventRetentionCount    = 100000
 	DefaultMaxRequestBodyBytes    = 1 << 20
+	// DefaultMaxSubscribersPerIdentity caps the event streams one certificate holds open.
+	DefaultMaxSubscribersPerIdentity = 64
+	// MaxMaxSubscribersPerIdentity is the largest max_subscribers_per_identity.
+	MaxMaxSubscribersPerIdentity = 10000
+	// DefaultEventWriteTimeout is how long one event may take to reach a subscriber.
+	DefaultEventWriteTimeout = 30 * time.Second
 	// DefaultCellIdentityPrefix starts the common name of a rep's certificate ("cell:cell-1").
-	DefaultCellIdentityPrefix = "cell:"
+	DefaultCellIdentityPrefix = authz.DefaultCellPrefix
 	DefaultMaxTaskRetries     = 3
 	// DefaultTaskCallbackTimeout is upstream's callback HTTP timeout.
 	DefaultTaskCallbackTimeout = 20 * time.Second
@@ -40,10 +47,17 @@ type Config struct {
 	GRPCAddress string `json:"grpc_address"`
 	// HTTPAddress is where the HTTPS JSON API listens (same mTLS policy as gRPC).
 	HTTPAddress string `json:"http_address"`
-	// DebugAddress serves /metrics, pprof, /healthz and /log-level over plain HTTP.
+	// DebugAddress serves /metrics and /healthz (and, without DebugAdminAddress, pprof
+	// and /log-level) over plain HTTP.
 	DebugAddress string `json:"debug_address"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
 	// DatabaseURL is the Postgres connection string.
 	DatabaseURL string `json:"database_url"`
+	// DatabasePasswordFile, when set, holds the database password (kept out of this
+	// file and of logs); database_url then has none.
+	DatabasePasswordFile string `json:"database_password_file,omitempty"`
 	// MaxDatabaseConnections caps the connection pool.
 	MaxDatabaseConnections int `json:"max_database_connections"`
 	// TLS is the server certificate, also presented as client certificate towards
@@ -61,10 +75,22 @@ type Config struct {
 	EventRetentionCount int `json:"event_retention_count"`
 	// MaxRequestBodyBytes caps HTTP request bodies.
 	MaxRequestBodyBytes int64 `json:"max_request_body_bytes"`
+	// MaxSubscribersPerIdentity caps the event streams (gRPC and SSE together) that one
+	// client certificate's common name holds open at once; more are refused
+	// (RESOURCE_EXHAUSTED, HTTP 429).
+	MaxSubscribersPerIdentity int `json:"max_subscribers_per_identity"`
+	// EventWriteTimeout bounds the sending of one event to a subscriber; one that does
+	// not take it in time is disconnected and resumes after the last event it got.
+	EventWriteTimeout libconfig.Duration `json:"event_write_timeout"`
 	// CellIdentityPrefix marks a rep's client certificate: its common name is this
-	// prefix and the cell id. Such a caller may only read and act for its own cell;
-	// empty turns the check off.
+	// prefix and a non-empty cell id. Such a caller may only read and act for its own
+	// cell (docs/architecture.md "Authorisation"). Required.
 	CellIdentityPrefix string `json:"cell_identity_prefix"`
+	// IdentityCommonNames maps the common names of the other client certificates to
+	// their roles (operator, bbs, auctioneer, converger, route-emitter); when set it
+	// replaces the default (authz.DefaultCommonNames: the dev stack's names). A
+	// certificate whose common name has no role is refused.
+	IdentityCommonNames map[string]string `json:"identity_common_names,omitempty"`
 	// MaxTaskRetries is how many rejections a task survives.
 	MaxTaskRetries int `json:"max_task_retries"`
 	// TaskCallbackTimeout bounds each POST to a task's completion_callback_url; a
@@ -77,17 +103,19 @@ type Config struct {
 // Default returns a configuration with every default set and no required field.
 func Default() Config {
 	return Config{
-		GRPCAddress:            DefaultGRPCAddress,
-		HTTPAddress:            DefaultHTTPAddress,
-		DebugAddress:           DefaultDebugAddress,
-		MaxDatabaseConnections: DefaultMaxDatabaseConnections,
-		EventRetention:         libconfig.Duration(DefaultEventRetention),
-		EventRetentionCount:    DefaultEventRetentionCount,
-		MaxRequestBodyBytes:    DefaultMaxRequestBodyBytes,
-		CellIdentityPrefix:     DefaultCellIdentityPrefix,
-		MaxTaskRetries:         DefaultMaxTaskRetries,
-		TaskCallbackTimeout:    libconfig.Duration(DefaultTaskCallbackTimeout),
-		LogLevel:               DefaultLogLevel,
+		GRPCAddress:               DefaultGRPCAddress,
+		HTTPAddress:               DefaultHTTPAddress,
+		DebugAddress:              DefaultDebugAddress,
+		MaxDatabaseConnections:    DefaultMaxDatabaseConnections,
+		EventRetention:            libconfig.Duration(DefaultEventRetention),
+		EventRetentionCount:       DefaultEventRetentionCount,
+		MaxRequestBodyBytes:       DefaultMaxRequestBodyBytes,
+		MaxSubscribersPerIdentity: DefaultMaxSubscribersPerIdentity,
+		EventWriteTimeout:         libconfig.Duration(DefaultEventWriteTimeout),
+		CellIdentityPrefix:        DefaultCellIdentityPrefix,
+		MaxTaskRetries:            DefaultMaxTaskRetries,
+		TaskCallbackTimeout:       libconfig.Duration(DefaultTaskCallbackTimeout),
+		LogLevel:                  DefaultLogLevel,
 	}
 }
 
@@ -109,17 +137,21 @@ func (c *Config) Validate() error {
 	}
 	check(libconfig.Address("grpc_address", c.GRPCAddress))
 	check(libconfig.Address("http_address", c.HTTPAddress))
-	check(libconfig.Address("debug_address", c.DebugAddress))
+	check(libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	if c.AuctioneerAddress != "" {
 		check(libconfig.Address("auctioneer_address", c.AuctioneerAddress))
 	}
 	if strings.TrimSpace(c.DatabaseURL) == "" {
 		check(libconfig.Invalid("database_url", "is required"))
 	}
+	check(c.validDatabasePassword())
 	if c.MaxDatabaseConnections <= 0 || c.MaxDatabaseConnections > 1<<15 {
 		check(libconfig.Invalid("max_database_connections", "must be between 1 and 32768, got %d", c.MaxDatabaseConnections))
 	}
 	check(validTLS(c.TLS))
+	if _, err := c.Names(); err != nil {
+		check(err)
+	}
 	check(c.validKeys())
 	if c.EventRetention <= 0 {
 		check(libconfig.Invalid("event_retention", "must be positive, got %s", c.EventRetention))
@@ -129,6 +161,13 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRequestBodyBytes <= 0 {
 		check(libconfig.Invalid("max_request_body_bytes", "must be positive, got %d", c.MaxRequestBodyBytes))
+	}
+	if c.MaxSubscribersPerIdentity <= 0 || c.MaxSubscribersPerIdentity > MaxMaxSubscribersPerIdentity {
+		check(libconfig.Invalid("max_subscribers_per_identity", "must be between 1 and %d, got %d",
+			MaxMaxSubscribersPerIdentity, c.MaxSubscribersPerIdentity))
+	}
+	if c.EventWriteTimeout <= 0 {
+		check(libconfig.Invalid("event_write_timeout", "must be positive, got %s", c.EventWriteTimeout))
 	}
 	if c.TaskCallbackTimeout <= 0 {
 		check(libconfig.Invalid("task_callback_timeout", "must be positive, got %s", c.TaskCallbackTimeout))
@@ -154,6 +193,11 @@ func validTLS(files tlsconfig.Files) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Names are the certificate names the BBS authorises by.
+func (c *Config) Names() (authz.Names, error) {
+	return authz.NewNames("identity_common_names", c.CellIdentityPrefix, c.IdentityCommonNames)
 }
 
 func (c *Config) validKeys() error {
@@ -197,7 +241,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("grpc_address", c.GRPCAddress),
 		slog.String("http_address", c.HTTPAddress),
 		slog.String("debug_address", c.DebugAddress),
+		slog.String("debug_admin_address", c.DebugAdminAddress),
 		slog.String("database_url", redactURL(c.DatabaseURL)),
+		slog.String("database_password_file", c.DatabasePasswordFile),
 		slog.Int("max_database_connections", c.MaxDatabaseConnections),
 		slog.String("tls_ca_file", c.TLS.CAFile),
 		slog.String("tls_cert_file", c.TLS.CertFile),
@@ -207,7 +253,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("event_retention", c.EventRetention.String()),
 		slog.Int("event_retention_count", c.EventRetentionCount),
 		slog.Int64("max_request_body_bytes", c.MaxRequestBodyBytes),
+		slog.Int("max_subscribers_per_identity", c.MaxSubscribersPerIdentity),
+		slog.String("event_write_timeout", c.EventWriteTimeout.String()),
 		slog.Int("max_task_retries", c.MaxTaskRetries),
+		slog.String("cell_identity_prefix", c.CellIdentityPrefix),
+		slog.Any("identity_common_names", c.IdentityCommonNames),
 		slog.String("log_level", c.LogLevel),
 	)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +73,7 @@ func subscribe(t *testing.T, hub *events.Hub, after *uint64, cellID string) *sub
 	t.Cleanup(cancel)
 	s := &subscriber{events: make(chan *modelsv1.Event, 100000), done: make(chan error, 1), cancel: cancel}
 	go func() {
-		s.done <- hub.Subscribe(ctx, after, cellID, func(e *modelsv1.Event) error {
+		s.done <- hub.Subscribe(ctx, events.Subscription{After: after, CellID: cellID}, func(e *modelsv1.Event) error {
 			s.events <- e
 			return nil
 		})
@@ -144,22 +146,26 @@ func TestSubscribeCatchesUpInPagesThenFollows(t *testing.T) {
 	require.Equal(t, "new-4", fresh[4].GetTaskCreated().GetTask().GetTaskGuid())
 
 	require.Equal(t, 1.0, metricValue(t, reg, "drover_bbs_event_subscribers"))
-	require.Equal(t, 25.0, metricValue(t, reg, "drover_bbs_events_delivered_total"))
+	// The counter moves once send has returned, just after the subscriber got the event.
+	eventually(t, func() bool { return metricValue(t, reg, "drover_bbs_events_delivered_total") == 25 }, "25 events counted")
 
 	sub.cancel()
 	require.ErrorIs(t, sub.end(t), context.Canceled)
 	require.Equal(t, 0.0, metricValue(t, reg, "drover_bbs_event_subscribers"))
 }
 
-// metricValue reads a gauge or counter from the registry.
+// metricValue reads a gauge or counter from the registry, summed over its labels.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
 		if f.GetName() == name {
-			m := f.GetMetric()[0]
-			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			sum := 0.0
+			for _, m := range f.GetMetric() {
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+			return sum
 		}
 	}
 	t.Fatalf("metric %s not registered", name)
@@ -255,7 +261,7 @@ func TestSlowSubscriberBlocksNeitherWritersNorOthers(t *testing.T) {
 	stuckCtx, cancelStuck := context.WithCancel(context.Background())
 	stuckDone := make(chan error, 1)
 	go func() {
-		stuckDone <- hub.Subscribe(stuckCtx, &zero, "", func(*modelsv1.Event) error {
+		stuckDone <- hub.Subscribe(stuckCtx, events.Subscription{After: &zero}, func(*modelsv1.Event) error {
 			select {
 			case stuck <- struct{}{}:
 			default:
@@ -293,13 +299,13 @@ func TestSendErrorEndsTheSubscription(t *testing.T) {
 	zero := uint64(0)
 	boom := errors.New("client went away")
 	calls := 0
-	err := hub.Subscribe(testCtx(t), &zero, "", func(*modelsv1.Event) error {
+	err := hub.Subscribe(testCtx(t), events.Subscription{After: &zero}, func(*modelsv1.Event) error {
 		calls++
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, 1, calls)
-	require.Error(t, hub.Subscribe(testCtx(t), &zero, "", nil), "nil send is refused")
+	require.Error(t, hub.Subscribe(testCtx(t), events.Subscription{After: &zero}, nil), "nil send is refused")
 }
 
 func TestResyncRequiredAfterPruning(t *testing.T) {
@@ -313,7 +319,7 @@ func TestResyncRequiredAfterPruning(t *testing.T) {
 	deadline := time.Now().Add(waitFor)
 	for {
 		ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
-		err := hub.Subscribe(ctx, &zero, "", func(*modelsv1.Event) error { return nil })
+		err := hub.Subscribe(ctx, events.Subscription{After: &zero}, func(*modelsv1.Event) error { return nil })
 		cancel()
 		if errors.Is(err, models.ErrResyncRequired) {
 			break
@@ -325,4 +331,211 @@ func TestResyncRequiredAfterPruning(t *testing.T) {
 	sub := subscribe(t, hub, &latest, "")
 	writeTasks(t, db, "after", 1)
 	require.Equal(t, "after-0", sub.take(t, 1)[0].GetTaskCreated().GetTask().GetTaskGuid())
+}
+
+// gatedSubscriber takes events until it has n, then blocks in send until let is
+// called or its context ends: a subscriber that stopped reading.
+type gatedSubscriber struct {
+	got      chan *modelsv1.Event
+	gate     chan struct{}
+	admitted chan struct{}
+	done     chan error
+	cancel   context.CancelFunc
+}
+
+func subscribeGated(t *testing.T, hub *events.Hub, sub events.Subscription, n int) *gatedSubscriber {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g := &gatedSubscriber{
+		got: make(chan *modelsv1.Event, 100000), gate: make(chan struct{}),
+		admitted: make(chan struct{}), done: make(chan error, 1), cancel: cancel,
+	}
+	sub.Admitted = func() { close(g.admitted) }
+	taken := 0
+	go func() {
+		g.done <- hub.Subscribe(ctx, sub, func(e *modelsv1.Event) error {
+			if taken == n {
+				select {
+				case <-g.gate:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			taken++
+			g.got <- e
+			return nil
+		})
+	}()
+	return g
+}
+
+// let unblocks the send the subscriber is stuck in and every later one.
+func (g *gatedSubscriber) let() { close(g.gate) }
+
+func (g *gatedSubscriber) received() []*modelsv1.Event {
+	var out []*modelsv1.Event
+	for {
+		select {
+		case e := <-g.got:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (g *gatedSubscriber) end(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-g.done:
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("subscription did not end before the deadline")
+		return nil
+	}
+}
+
+// eventually waits for cond, failing after waitFor.
+func eventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	require.Eventually(t, cond, waitFor, 10*time.Millisecond, what)
+}
+
+func TestSlowSubscriberIsDisconnectedWithItsCursorAndResumesWithNoGap(t *testing.T) {
+	db := storetest.NewStore(t)
+	reg := prometheus.NewRegistry()
+	hub := runHub(t, db, events.HubOptions{PageSize: 4, SendTimeout: 50 * time.Millisecond, Registerer: reg})
+	writeTasks(t, db, "t", 30)
+
+	zero := uint64(0)
+	slow := subscribeGated(t, hub, events.Subscription{After: &zero, Identity: "emitter"}, 10)
+	eventually(t, func() bool {
+		return len(slow.got) == 10 && metricValue(t, reg, "drover_bbs_event_subscribers") == 0 &&
+			metricValue(t, reg, "drover_bbs_event_subscribers_too_slow_total") == 1
+	}, "the subscriber stuck at its 11th event is counted too slow and no longer streamed to")
+	select {
+	case err := <-slow.done:
+		t.Fatalf("the subscription ended while its send was still in flight: %v", err)
+	default:
+	}
+
+	slow.let() // it reads again: the event in flight goes out, then the stream ends
+	err := slow.end(t)
+	var tooSlow *events.SlowSubscriberError
+	require.ErrorAs(t, err, &tooSlow)
+	require.Equal(t, uint64(11), tooSlow.Cursor, "the last event sent, the one in flight included")
+	first := slow.received()
+	require.Len(t, first, 11)
+	require.Equal(t, 1.0, metricValue(t, reg, "drover_bbs_event_subscribers_too_slow_total"))
+
+	resumed := subscribe(t, hub, &tooSlow.Cursor, "")
+	rest := resumed.take(t, 19)
+	all := append(first, rest...)
+	for i, e := range all {
+		require.Equal(t, fmt.Sprintf("t-%d", i), e.GetTaskCreated().GetTask().GetTaskGuid(), "event %d", i)
+	}
+	requireIncreasing(t, sequences(all))
+}
+
+func TestStalledSubscriberKeepsItsPlaceUntilItLeaves(t *testing.T) {
+	db := storetest.NewStore(t)
+	reg := prometheus.NewRegistry()
+	hub := runHub(t, db, events.HubOptions{SendTimeout: 50 * time.Millisecond, MaxSubscribersPerIdentity: 1, Registerer: reg})
+	writeTasks(t, db, "t", 5)
+
+	zero := uint64(0)
+	stalled := subscribeGated(t, hub, events.Subscription{After: &zero, Identity: "ctl"}, 2)
+	eventually(t, func() bool { return metricValue(t, reg, "drover_bbs_event_subscribers") == 0 && len(stalled.got) == 2 },
+		"the stalled subscriber is no longer streamed to")
+
+	err := hub.Subscribe(testCtx(t), events.Subscription{After: &zero, Identity: "ctl"}, func(*modelsv1.Event) error { return nil })
+	var tooMany *events.TooManySubscribersError
+	require.ErrorAs(t, err, &tooMany, "its send is still in flight: it still counts against the cap")
+	require.Equal(t, 1, tooMany.Limit)
+
+	stalled.cancel() // it leaves without reading
+	var tooSlow *events.SlowSubscriberError
+	require.ErrorAs(t, stalled.end(t), &tooSlow)
+	require.Equal(t, uint64(2), tooSlow.Cursor, "the event in flight was never sent")
+
+	again := subscribeGated(t, hub, events.Subscription{After: &tooSlow.Cursor, Identity: "ctl"}, 3)
+	select {
+	case <-again.admitted:
+	case err := <-again.done:
+		t.Fatalf("refused after the stalled one left: %v", err)
+	case <-time.After(waitFor):
+		t.Fatal("not admitted before the deadline")
+	}
+	eventually(t, func() bool { return len(again.got) == 3 }, "the rest arrives")
+	require.Equal(t, []uint64{3, 4, 5}, sequences(again.received()))
+}
+
+func TestSubscriptionsPerIdentityAreCapped(t *testing.T) {
+	db := storetest.NewStore(t)
+	reg := prometheus.NewRegistry()
+	hub := runHub(t, db, events.HubOptions{MaxSubscribersPerIdentity: 2, Registerer: reg})
+
+	admit := func(identity string) *gatedSubscriber {
+		t.Helper()
+		g := subscribeGated(t, hub, events.Subscription{Identity: identity}, 0)
+		select {
+		case <-g.admitted:
+		case err := <-g.done:
+			t.Fatalf("%q refused: %v", identity, err)
+		case <-time.After(waitFor):
+			t.Fatalf("%q not admitted before the deadline", identity)
+		}
+		return g
+	}
+	alice := admit("alice")
+	admit("alice")
+	admit("bob")
+	admit(events.AnonymousIdentity)
+	admit(events.AnonymousIdentity)
+
+	admittedAgain := false
+	err := hub.Subscribe(testCtx(t), events.Subscription{Identity: "alice", Admitted: func() { admittedAgain = true }},
+		func(*modelsv1.Event) error { return nil })
+	var tooMany *events.TooManySubscribersError
+	require.ErrorAs(t, err, &tooMany)
+	require.Equal(t, events.TooManySubscribersError{Identity: "alice", Limit: 2}, *tooMany)
+	require.False(t, admittedAgain, "Admitted is not called for a refused subscription")
+	require.ErrorAs(t, hub.Subscribe(testCtx(t), events.Subscription{}, func(*modelsv1.Event) error { return nil }), &tooMany,
+		"anonymous callers share one cap")
+	require.Equal(t, 2.0, metricValue(t, reg, "drover_bbs_event_subscribers_refused_total"))
+
+	alice.cancel()
+	require.ErrorIs(t, alice.end(t), context.Canceled)
+	admit("alice")
+}
+
+// pageRecorder is the real store, recording the length of each page it returns.
+type pageRecorder struct {
+	store.EventDB
+	mu    sync.Mutex
+	pages []int
+}
+
+func (r *pageRecorder) EventPage(ctx context.Context, after uint64, limit, maxBytes int) ([]*modelsv1.Event, error) {
+	page, err := r.EventDB.EventPage(ctx, after, limit, maxBytes)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pages = append(r.pages, len(page))
+	return page, err
+}
+
+func TestPagesAreBoundedByBytes(t *testing.T) {
+	db := storetest.NewStore(t)
+	recorder := &pageRecorder{EventDB: db}
+	hub := runHub(t, recorder, events.HubOptions{PageBytes: 1})
+	writeTasks(t, db, "t", 12)
+
+	zero := uint64(0)
+	got := subscribe(t, hub, &zero, "").take(t, 12)
+	requireIncreasing(t, sequences(got))
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	require.NotEmpty(t, recorder.pages)
+	require.LessOrEqual(t, slices.Max(recorder.pages), 1, "every page holds a single event: each is over the budget")
 }

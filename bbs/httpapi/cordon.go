@@ -1,18 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 
-	"drover.dev/bbs/models"
+	"drover.dev/bbs/jsonapi"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 )
-
-// cordonBody is the JSON body of PUT /v1/cells/{cell_id}/cordon; it may be empty.
-type cordonBody struct {
-	Reason string `json:"reason"`
-}
 
 // cordonCell handles PUT /v1/cells/{cell_id}/cordon with {"reason": "..."}: the cell
 // takes no new work until it is uncordoned.
@@ -21,15 +14,11 @@ func (a *api) cordonCell(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body cordonBody
-	if len(bytes.TrimSpace(data)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			return models.NewError(models.ErrTypeInvalidJSON, "cordon body: %v", err)
-		}
+	reason, err := jsonapi.DecodeCordonReason(data)
+	if err != nil {
+		return err
 	}
-	req := &bbsv1.CordonCellRequest{CellId: r.PathValue("cell_id"), Reason: body.Reason}
+	req := &bbsv1.CordonCellRequest{CellId: r.PathValue("cell_id"), Reason: reason}
 	if _, err := a.bbs.CordonCell(r.Context(), req); err != nil {
 		return err
 	}

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/metadata"
+
+	"drover.dev/bbs/events"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -28,8 +32,11 @@ type received struct {
 }
 
 // streamEvents handles GET /v1/events as Server-Sent Events, resuming after the
-// Last-Event-ID header or ?after=N and filtered by ?cell_id=. Failures before the
-// stream opens are JSON errors; afterwards they end the stream with an event.
+// Last-Event-ID header or ?after=N and filtered by ?cell_id=. Failures before the BBS
+// admits the stream are JSON errors (429 over the caller's cap of streams); afterwards
+// they end the stream with an event. Every write must complete within
+// EventWriteTimeout: a client that stops reading is disconnected, and resumes with
+// Last-Event-ID set to the last id it received.
 func (a *api) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	req, err := subscribeRequest(r)
 	if err != nil {
@@ -37,21 +44,23 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, events.IdentityMetadataKey, callerIdentity(r))
 	stream, err := a.bbs.Subscribe(ctx, req)
 	if err != nil {
 		return err
 	}
+	if err := admitted(stream); err != nil {
+		return err
+	}
 
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives any server write timeout
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sse := &sseWriter{w: w, rc: rc}
-	if err := sse.flush(); err != nil {
-		a.log.Error("failed-to-open-event-stream", "error", err.Error())
+	sse := &sseWriter{w: w, rc: rc, timeout: a.opts.EventWriteTimeout}
+	if err := sse.open(); err != nil {
+		a.streamFailed(err, req.AfterSequence)
 		return nil
 	}
 
@@ -59,6 +68,7 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	go receiveEvents(ctx, stream, results)
 	heartbeat := time.NewTicker(a.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
+	cursor := req.AfterSequence // the last id written
 	for {
 		select {
 		case <-ctx.Done():
@@ -70,13 +80,55 @@ func (a *api) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				a.endStream(ctx, sse, res.err)
 				return nil
 			}
-			err = a.sendEvent(sse, res.resp)
+			if err = a.sendEvent(sse, res.resp); err == nil {
+				seq := res.resp.GetEvent().GetSequence()
+				cursor = &seq
+			}
 		}
 		if err != nil {
-			a.log.Info("event-stream-ended", "error", err.Error())
+			a.streamFailed(err, cursor)
 			return nil
 		}
 	}
+}
+
+// streamFailed logs why writing to a client failed; one that missed the write deadline
+// is counted as too slow.
+func (a *api) streamFailed(err error, cursor *uint64) {
+	last := "none"
+	if cursor != nil {
+		last = strconv.FormatUint(*cursor, 10)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		a.log.Info("event-stream-ended", "error", err.Error(), "last_event_id", last)
+		return
+	}
+	a.log.Info("event-stream-too-slow", "timeout", a.opts.EventWriteTimeout.String(), "last_event_id", last)
+	if a.opts.EventStreamTooSlow != nil {
+		a.opts.EventStreamTooSlow()
+	}
+}
+
+// admitted waits until the BBS admits the subscription (its response headers) and
+// returns its refusal otherwise, such as RESOURCE_EXHAUSTED over the caller's cap.
+func admitted(stream bbsv1.EventService_SubscribeClient) error {
+	if header, _ := stream.Header(); header != nil {
+		return nil
+	}
+	_, err := stream.Recv() // no headers: the call ended, and Recv says how
+	if errors.Is(err, io.EOF) {
+		return models.NewError(models.ErrTypeUnavailable, "the BBS ended the event stream before it opened")
+	}
+	return err
+}
+
+// callerIdentity is who an event stream counts against: the common name of the
+// client certificate, or events.AnonymousIdentity without one.
+func callerIdentity(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return events.AnonymousIdentity
+	}
+	return r.TLS.PeerCertificates[0].Subject.CommonName
 }
 
 // receiveEvents forwards stream results until an error (io.EOF included) or ctx ends.
@@ -142,10 +194,21 @@ func subscribeRequest(r *http.Request) (*bbsv1.SubscribeRequest, error) {
 	return req, nil
 }
 
-// sseWriter writes Server-Sent Events frames and flushes each one.
+// sseWriter writes Server-Sent Events frames and flushes each one, each write and
+// flush within timeout.
 type sseWriter struct {
-	w  io.Writer
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+// open sends the response headers.
+func (s *sseWriter) open() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil {
+		return err
+	}
+	s.w.WriteHeader(http.StatusOK)
+	return s.rc.Flush()
 }
 
 // event writes one frame; data is JSON-encoded on a single line. Empty id or name
@@ -172,10 +235,11 @@ func (s *sseWriter) comment(text string) error {
 }
 
 func (s *sseWriter) write(frame string) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil {
+		return err
+	}
 	if _, err := io.WriteString(s.w, frame); err != nil {
 		return err
 	}
-	return s.flush()
+	return s.rc.Flush()
 }
-
-func (s *sseWriter) flush() error { return s.rc.Flush() }

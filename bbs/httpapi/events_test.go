@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/bbs/events"
 	"drover.dev/bbs/httpapi"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
@@ -205,4 +209,99 @@ func TestEventStreamRejectsBadCursors(t *testing.T) {
 func jsonNumber(n uint64) string {
 	out, _ := json.Marshal(n)
 	return string(out)
+}
+
+func TestEventStreamOverTheCallersCapIs429(t *testing.T) {
+	h := newHarness(t, httpapi.Options{}, func(f *fakes) {
+		f.events.refuse = &events.TooManySubscribersError{Identity: events.AnonymousIdentity, Limit: 64}
+	})
+	body := requireError(t, h.do(t, http.MethodGet, "/v1/events", ""), http.StatusTooManyRequests, "ResourceExhausted")
+	require.Contains(t, body.Message, "already has 64 open, the limit per identity (max_subscribers_per_identity)")
+	require.Equal(t, []string{events.AnonymousIdentity}, <-h.events.identities, "the gateway names its caller (no certificate here)")
+}
+
+// bigEvents are n task_created events of about 8 KiB each, sequences 1..n.
+func bigEvents(n int) []*modelsv1.Event {
+	out := make([]*modelsv1.Event, 0, n)
+	for i := range n {
+		out = append(out, &modelsv1.Event{Sequence: uint64(i + 1), Payload: &modelsv1.Event_TaskCreated{TaskCreated: &modelsv1.TaskCreatedEvent{
+			Task: &modelsv1.Task{TaskGuid: fmt.Sprintf("t-%d", i+1), State: modelsv1.TaskState_TASK_STATE_PENDING,
+				TaskDefinition: &modelsv1.TaskDefinition{Annotation: strings.Repeat("a", 8<<10)}}}}})
+	}
+	return out
+}
+
+// completeIDs are the ids of the complete frames of a raw response, in order.
+func completeIDs(t *testing.T, raw string) []uint64 {
+	t.Helper()
+	_, body, ok := strings.Cut(raw, "\r\n\r\n")
+	require.True(t, ok, "no response headers in %.200q", raw)
+	var ids []uint64
+	frames := strings.Split(body, "\n\n")
+	for _, frame := range frames[:len(frames)-1] { // the last one may be cut short
+		for line := range strings.SplitSeq(frame, "\n") {
+			if id, ok := strings.CutPrefix(line, "id: "); ok {
+				n, err := strconv.ParseUint(id, 10, 64)
+				require.NoError(t, err)
+				ids = append(ids, n)
+			}
+		}
+	}
+	return ids
+}
+
+func TestSlowEventStreamIsDisconnectedAndResumesWithNoGap(t *testing.T) {
+	const total = 2000 // 16 MiB: more than the socket buffers hold
+	tooSlow := make(chan struct{}, 1)
+	h := newHarness(t, httpapi.Options{
+		EventWriteTimeout:  300 * time.Millisecond,
+		EventStreamTooSlow: func() { notify(tooSlow, struct{}{}) },
+	}, func(f *fakes) { f.events.retained = bigEvents(total) })
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "GET /v1/events?after=0 HTTP/1.1\r\nHost: bbs\r\n\r\n")
+	require.NoError(t, err)
+	select { // it never reads: a write misses its deadline
+	case <-tooSlow:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled stream was not disconnected")
+	}
+	select {
+	case <-h.events.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream subscription did not end")
+	}
+	require.Contains(t, h.logs.String(), "event-stream-too-slow")
+
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	raw, err := io.ReadAll(conn) // what was in flight, then the end of the connection
+	require.NoError(t, err)
+	got := completeIDs(t, string(raw))
+	require.NotEmpty(t, got)
+	require.Less(t, len(got), total, "disconnected before the end")
+
+	// A reader resumes after the last id it got, as EventSource does, and again should it
+	// be too slow itself on a busy machine.
+	deadline := time.Now().Add(time.Minute)
+	for len(got) < total && time.Now().Before(deadline) {
+		resumed := h.openEvents(t, "", "Last-Event-ID: "+strconv.FormatUint(got[len(got)-1], 10))
+		for len(got) < total {
+			frame, err := resumed.next()
+			if err != nil {
+				break
+			}
+			if ids := frame.fields["id"]; len(ids) == 1 {
+				id, err := strconv.ParseUint(ids[0], 10, 64)
+				require.NoError(t, err)
+				got = append(got, id)
+			}
+		}
+		resumed.cancel()
+	}
+	require.Len(t, got, total)
+	for i, id := range got {
+		require.Equal(t, uint64(i+1), id, "every event once, in order")
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 )
@@ -20,6 +23,10 @@ type bodyTooLargeError struct{ limit int64 }
 func (e *bodyTooLargeError) Error() string {
 	return fmt.Sprintf("request body exceeds the limit of %d bytes", e.limit)
 }
+
+// typeResourceExhausted is the error type of a 429: a gRPC RESOURCE_EXHAUSTED, which
+// has no BBS error type.
+const typeResourceExhausted = "ResourceExhausted"
 
 // emptyObject is the body of a successful write: {}.
 var emptyObject = struct{}{}
@@ -50,6 +57,9 @@ func errorResponse(err error) (int, jsonapi.Error) {
 	var tooLarge *bodyTooLargeError
 	if errors.As(err, &tooLarge) {
 		return http.StatusRequestEntityTooLarge, errorBody(models.ErrTypeInvalidRequest, tooLarge.Error())
+	}
+	if status.Code(err) == codes.ResourceExhausted { // a cap, such as event streams per caller
+		return http.StatusTooManyRequests, jsonapi.Error{Type: typeResourceExhausted, Message: status.Convert(err).Message()}
 	}
 	body := jsonapi.ErrorView(err)
 	return statusFor(models.ErrorType(body.Type)), body

@@ -15,6 +15,7 @@ import (
 const (
 	DefaultMaxBodyBytes      int64 = 1 << 20
 	DefaultHeartbeatInterval       = 15 * time.Second
+	DefaultEventWriteTimeout       = 30 * time.Second
 )
 
 // Options tune the gateway; zero values take the defaults.
@@ -26,6 +27,12 @@ type Options struct {
 	// HeartbeatInterval is how often an idle event stream sends a keepalive comment
 	// (default 15s).
 	HeartbeatInterval time.Duration
+	// EventWriteTimeout bounds each write to an event stream (default 30s); a client
+	// that does not take it in time is disconnected.
+	EventWriteTimeout time.Duration
+	// EventStreamTooSlow, when set, is called for each event stream disconnected because
+	// a write missed EventWriteTimeout (the BBS counts them in a metric).
+	EventStreamTooSlow func()
 	// Authorize, when set, may refuse a request before it is served (e.g. a caller
 	// whose certificate names a cell); its error is answered like any other.
 	Authorize func(*http.Request) error
@@ -41,6 +48,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.EventWriteTimeout <= 0 {
+		o.EventWriteTimeout = DefaultEventWriteTimeout
 	}
 	return o
 }

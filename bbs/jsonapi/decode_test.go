@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
@@ -184,24 +186,6 @@ func TestDecodeDesireTask(t *testing.T) {
 	require.Equal(t, "http://cc/done", def.GetCompletionCallbackUrl())
 }
 
-func FuzzDecodeDesiredLRP(f *testing.F) {
-	f.Add(readFixtureF(f, "desired_lrp_seed.json"))
-	f.Add([]byte(`{"routes": {"x": null}}`))
-	f.Add([]byte(`{"action": {"serial": {"actions": [{"try": {}}]}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		lrp, err := jsonapi.DecodeDesiredLRP(data)
-		if err != nil {
-			require.True(t, errors.Is(err, &models.Error{Type: models.ErrTypeInvalidJSON}))
-			return
-		}
-		encoded, err := jsonapi.EncodeDesiredLRP(lrp)
-		require.NoError(t, err)
-		again, err := jsonapi.DecodeDesiredLRP(encoded)
-		require.NoError(t, err, "re-decoding %s", encoded)
-		require.Equal(t, lrp.GetProcessGuid(), again.GetProcessGuid())
-	})
-}
-
 func readFixtureF(f *testing.F, name string) []byte {
 	data, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -229,4 +213,121 @@ func canonicalJSON(t *testing.T, raw json.RawMessage) string {
 	out, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(out)
+}
+
+func TestDecodeRefusesNumbersGivenAsStrings(t *testing.T) {
+	tests := []struct {
+		name   string
+		decode func([]byte) error
+		body   string
+		fields []string
+	}{
+		{"instances", decodeLRP, `{"process_guid": "p", "instances": "3"}`, []string{"instances"}},
+		{"every quoted number is named", decodeLRP, `{"memory_mb": "128", "ports": [8080, "5050"],
+			"action": {"timeout": {"timeout_ms": "1000", "action": {"run": {"path": "/x", "resource_limits": {"nofile": "1024"}}}}},
+			"egress_rules": [{"protocol": "tcp", "port_range": {"start": "1", "end": 2}}],
+			"check_definition": {"checks": [{"http_check": {"port": 8080, "interval_ms": "5"}}]},
+			"log_rate_limit": {"bytes_per_second": "-1"}, "created_at": "1"}`, []string{
+			"memory_mb", "ports[1]", "action.timeout.timeout_ms", "action.timeout.action.run.resource_limits.nofile",
+			"egress_rules[0].port_range.start", "check_definition.checks[0].http_check.interval_ms",
+			"log_rate_limit.bytes_per_second", "created_at",
+		}},
+		{"lowerCamel names too", decodeLRP, `{"memoryMb": "128", "startTimeout": "60"}`, []string{"memory_mb", "start_timeout"}},
+		{"update instances", decodeUpdate, `{"instances": "3"}`, []string{"instances"}},
+		{"task definition", decodeTask, `{"task_guid": "t", "task_definition": {"memory_mb": "64", "max_pids": "1"}}`,
+			[]string{"task_definition.memory_mb", "task_definition.max_pids"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.decode([]byte(tt.body))
+			require.ErrorIs(t, err, &models.Error{Type: models.ErrTypeInvalidJSON})
+			for _, f := range tt.fields {
+				require.Contains(t, err.Error(), "invalid field "+f+": must be a JSON number, not a string")
+			}
+			require.Equal(t, len(tt.fields), strings.Count(err.Error(), "must be a JSON number"), err.Error())
+		})
+	}
+
+	t.Run("what the seed documents is still accepted", func(t *testing.T) {
+		_, err := jsonapi.DecodeDesiredLRP(readFixture(t, "desired_lrp_seed.json"))
+		require.NoError(t, err)
+		_, err = jsonapi.DecodeDesireTask(readFixture(t, "desire_task.json"))
+		require.NoError(t, err)
+		_, err = jsonapi.DecodeDesiredLRPUpdate(readFixture(t, "desired_lrp_update_seed.json"))
+		require.NoError(t, err)
+	})
+
+	t.Run("strings stay strings, enums may be names or numbers, routes are opaque", func(t *testing.T) {
+		lrp, err := jsonapi.DecodeDesiredLRP([]byte(`{"process_guid": "123", "annotation": "4",
+			"update_strategy": "UPDATE_STRATEGY_RECREATE", "metric_tags": {"i": {"dynamic": 1}},
+			"routes": {"r": {"port": "8080"}}}`))
+		require.NoError(t, err)
+		require.Equal(t, "123", lrp.GetProcessGuid())
+		require.Equal(t, modelsv1.MetricTagValue_DYNAMIC_INDEX, lrp.GetMetricTags()["i"].GetDynamic())
+		require.Equal(t, "8080", lrp.GetRoutes()["r"].GetStructValue().GetFields()["port"].GetStringValue())
+	})
+}
+
+func TestDecodeRefusesDeepNestingBeforeDecoding(t *testing.T) {
+	deep := func(levels int) string {
+		return `{"routes": {"r": ` + strings.Repeat("[", levels) + strings.Repeat("]", levels) + `}}`
+	}
+	// The body object and the routes object are two levels.
+	_, err := jsonapi.DecodeDesiredLRP([]byte(deep(models.MaxJSONDepth - 2)))
+	require.NoError(t, err, "at the limit")
+
+	_, err = jsonapi.DecodeDesiredLRP([]byte(deep(models.MaxJSONDepth - 1)))
+	require.ErrorIs(t, err, &models.Error{Type: models.ErrTypeInvalidJSON})
+	require.Contains(t, err.Error(), "arrays and objects must nest at most 100 levels deep")
+
+	// The issue's 4,998-deep serial tree is refused by the decoder, cheaply.
+	tree := `{"action": ` + strings.Repeat(`{"serial": {"actions": [`, 4998) + `{"run": {}}` + strings.Repeat(`]}}`, 4998) + `}`
+	_, err = jsonapi.DecodeDesiredLRP([]byte(tree))
+	require.ErrorIs(t, err, &models.Error{Type: models.ErrTypeInvalidJSON})
+	require.Contains(t, err.Error(), "at most 100 levels deep")
+
+	// Brackets in strings do not count.
+	lrp, err := jsonapi.DecodeDesiredLRP([]byte(`{"annotation": "` + strings.Repeat(`[{\"`, 500) + `"}`))
+	require.NoError(t, err)
+	require.Len(t, lrp.GetAnnotation(), 1500)
+}
+
+func TestEncodeWritesIntegersAsNumbers(t *testing.T) {
+	lrp := &modelsv1.DesiredLRP{
+		ProcessGuid: "p", CreatedAt: 1795315210062074322,
+		Action: &modelsv1.Action{Action: &modelsv1.Action_Timeout{Timeout: &modelsv1.TimeoutAction{
+			TimeoutMs: 30000, Action: &modelsv1.Action{Action: &modelsv1.Action_Run{Run: &modelsv1.RunAction{
+				Path: "/x", ResourceLimits: &modelsv1.ResourceLimits{Nofile: 18446744073709551615},
+			}}},
+		}}},
+		LogRateLimit: &modelsv1.LogRateLimit{BytesPerSecond: -1},
+		Annotation:   "<a & b>",
+	}
+	encoded, err := jsonapi.EncodeDesiredLRP(lrp)
+	require.NoError(t, err)
+	for _, want := range []string{
+		`"created_at":1795315210062074322`, `"timeout_ms":30000`, `"nofile":18446744073709551615`,
+		`"bytes_per_second":-1`, `"annotation":"<a & b>"`,
+	} {
+		require.Contains(t, string(encoded), want)
+	}
+	again, err := jsonapi.DecodeDesiredLRP(encoded)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(lrp, again))
+
+	view, err := jsonapi.TaskView(&modelsv1.Task{TaskDefinition: &modelsv1.TaskDefinition{LogRateLimit: &modelsv1.LogRateLimit{BytesPerSecond: 99}}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"log_rate_limit": {"bytes_per_second": 99}}`, string(view.TaskDefinition))
+}
+
+func TestDecodeCordonReason(t *testing.T) {
+	for body, want := range map[string]string{``: "", " \n": "", `{}`: "", `{"reason": "kernel upgrade"}`: "kernel upgrade"} {
+		reason, err := jsonapi.DecodeCordonReason([]byte(body))
+		require.NoError(t, err, body)
+		require.Equal(t, want, reason)
+	}
+	for _, body := range []string{`{"reason": 3}`, `{"why": "x"}`, `not json`, `{"reason": "a"} {"reason": "b"}`, `[]`} {
+		_, err := jsonapi.DecodeCordonReason([]byte(body))
+		require.ErrorIs(t, err, &models.Error{Type: models.ErrTypeInvalidJSON}, body)
+	}
 }

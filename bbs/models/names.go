@@ -7,15 +7,11 @@ import (
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
-// MaxReasonLength is the longest crash reason, placement error or failure reason
-// kept, in bytes.
-const MaxReasonLength = 1024
-
-// TruncateReason makes s safe to store as a reason: invalid UTF-8 is replaced (proto
-// strings must be UTF-8) and the result is cut to at most MaxReasonLength bytes
-// without splitting a character.
+// TruncateReason makes s safe to store as a reason: invalid UTF-8 and NUL characters
+// are replaced (proto strings must be UTF-8 and Postgres text cannot hold NUL) and the
+// result is cut to at most MaxReasonLength bytes without splitting a character.
 func TruncateReason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	if len(s) <= MaxReasonLength {
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -12,6 +13,9 @@ import (
 // containerSpec is what a DesiredLRP and a TaskDefinition have in common: the
 // container and its main action. Both are validated by the same rules.
 type containerSpec struct {
+	logGUID, logSource      string
+	metricsGUID             string
+	placementTags           []string
 	rootfs                  string
 	memoryMB, diskMB, pids  int32
 	annotation              string
@@ -30,7 +34,9 @@ type containerSpec struct {
 
 func specOfDesiredLRP(l *modelsv1.DesiredLRP) containerSpec {
 	return containerSpec{
-		rootfs: l.GetRootfs(), memoryMB: l.GetMemoryMb(), diskMB: l.GetDiskMb(), pids: l.GetMaxPids(),
+		logGUID: l.GetLogGuid(), logSource: l.GetLogSource(), metricsGUID: l.GetMetricsGuid(),
+		placementTags: l.GetPlacementTags(),
+		rootfs:        l.GetRootfs(), memoryMB: l.GetMemoryMb(), diskMB: l.GetDiskMb(), pids: l.GetMaxPids(),
 		annotation: l.GetAnnotation(), env: l.GetEnv(), action: l.GetAction(),
 		egressRules: l.GetEgressRules(), cachedDependencies: l.GetCachedDependencies(),
 		imageLayers: l.GetImageLayers(), legacyDownloadUser: l.GetLegacyDownloadUser(),
@@ -42,7 +48,9 @@ func specOfDesiredLRP(l *modelsv1.DesiredLRP) containerSpec {
 
 func specOfTaskDefinition(d *modelsv1.TaskDefinition) containerSpec {
 	return containerSpec{
-		rootfs: d.GetRootfs(), memoryMB: d.GetMemoryMb(), diskMB: d.GetDiskMb(), pids: d.GetMaxPids(),
+		logGUID: d.GetLogGuid(), logSource: d.GetLogSource(), metricsGUID: d.GetMetricsGuid(),
+		placementTags: d.GetPlacementTags(),
+		rootfs:        d.GetRootfs(), memoryMB: d.GetMemoryMb(), diskMB: d.GetDiskMb(), pids: d.GetMaxPids(),
 		annotation: d.GetAnnotation(), env: d.GetEnv(), action: d.GetAction(),
 		egressRules: d.GetEgressRules(), cachedDependencies: d.GetCachedDependencies(),
 		imageLayers: d.GetImageLayers(), legacyDownloadUser: d.GetLegacyDownloadUser(),
@@ -54,6 +62,10 @@ func specOfTaskDefinition(d *modelsv1.TaskDefinition) containerSpec {
 
 // containerSpec validates the shared part of a DesiredLRP or TaskDefinition at path p.
 func (v *violations) containerSpec(p string, s containerSpec) {
+	v.identifier(field(p, "log_guid"), s.logGUID)
+	v.identifier(field(p, "log_source"), s.logSource)
+	v.identifier(field(p, "metrics_guid"), s.metricsGUID)
+	v.identifiers(field(p, "placement_tags"), s.placementTags, MaxPlacementTags)
 	v.rootfs(field(p, "rootfs"), s.rootfs)
 	v.nonNegative(field(p, "memory_mb"), int64(s.memoryMB))
 	v.nonNegative(field(p, "disk_mb"), int64(s.diskMB))
@@ -61,15 +73,14 @@ func (v *violations) containerSpec(p string, s containerSpec) {
 	v.annotation(field(p, "annotation"), s.annotation)
 	v.env(field(p, "env"), s.env)
 	v.action(field(p, "action"), s.action)
-	for i, r := range s.egressRules {
-		v.egressRule(item(field(p, "egress_rules"), i), r)
-	}
+	v.egressRules(field(p, "egress_rules"), s.egressRules)
 	for i, d := range s.cachedDependencies {
 		v.cachedDependency(item(field(p, "cached_dependencies"), i), d)
 	}
 	for i, l := range s.imageLayers {
 		v.imageLayer(item(field(p, "image_layers"), i), l, field(p, "legacy_download_user"), s.legacyDownloadUser)
 	}
+	v.identifier(field(p, "legacy_download_user"), s.legacyDownloadUser)
 	v.together(p, "image_username", s.imageUsername, "image_password", s.imagePwd)
 	for i, m := range s.volumeMounts {
 		v.volumeMount(item(field(p, "volume_mounts"), i), m)
@@ -81,19 +92,68 @@ func (v *violations) containerSpec(p string, s containerSpec) {
 	v.metricTags(field(p, "metric_tags"), s.metricTags)
 }
 
-// env checks that every environment variable has a name.
+// env checks that there are at most MaxEnvironmentVariables variables and that every
+// one has a name that is an identifier without "=".
 func (v *violations) env(path string, env []*modelsv1.EnvironmentVariable) {
+	if len(env) > MaxEnvironmentVariables {
+		v.addf(path, "must have at most %d variables", MaxEnvironmentVariables)
+		return
+	}
 	for i, e := range env {
-		v.required(field(item(path, i), "name"), e.GetName())
+		p := field(item(path, i), "name")
+		v.requiredIdentifier(p, e.GetName())
+		if strings.Contains(e.GetName(), "=") {
+			v.add(p, `must not contain "="`)
+		}
 	}
 }
 
-// routes checks that every router value encodes as JSON and that together they
-// stay within MaxRoutesLength bytes.
+// egressRules checks the number of egress rules and each rule.
+func (v *violations) egressRules(path string, rules []*modelsv1.EgressRule) {
+	if len(rules) > MaxEgressRules {
+		v.addf(path, "must have at most %d rules", MaxEgressRules)
+		return
+	}
+	for i, r := range rules {
+		v.egressRule(item(path, i), r)
+	}
+}
+
+// ports checks the container ports of a DesiredLRP: at most MaxPorts, each valid and
+// none twice.
+func (v *violations) ports(path string, ports []uint32) {
+	if len(ports) > MaxPorts {
+		v.addf(path, "must have at most %d ports", MaxPorts)
+		return
+	}
+	first := make(map[uint32]int, len(ports))
+	for i, port := range ports {
+		v.port(item(path, i), port)
+		if j, seen := first[port]; seen {
+			v.addf(item(path, i), "must not repeat port %d (%s)", port, item(path, j))
+			continue
+		}
+		first[port] = i
+	}
+}
+
+// routes checks that every router value encodes as JSON without NUL characters (a
+// Postgres JSONB column cannot hold them), nests at most MaxRoutesDepth levels, and
+// that together they stay within MaxRoutesLength bytes. Router names are map keys,
+// checked with every other key by the string bounds.
 func (v *violations) routes(path string, routes map[string]*structpb.Value) {
 	total := 0
 	for _, name := range sortedKeys(routes) {
-		b, err := json.Marshal(routes[name].AsInterface())
+		value := routes[name]
+		switch depth, hasNUL := jsonShape(value, 0); {
+		case depth > MaxRoutesDepth:
+			v.addf(entry(path, name), "must nest at most %d levels of arrays and objects", MaxRoutesDepth)
+			continue
+		case hasNUL:
+			v.add(entry(path, name), "must not contain NUL characters")
+			continue
+		}
+		b, err := json.Marshal(value.AsInterface())
 		if err != nil {
 			v.add(entry(path, name), "must be valid JSON")
 			continue
@@ -105,10 +165,46 @@ func (v *violations) routes(path string, routes map[string]*structpb.Value) {
 	}
 }
 
-// metricTags checks that each tag is exactly one of static or dynamic.
+// jsonShape is how deeply the JSON value nests arrays and objects (a scalar is 0) and
+// whether a string or key in it holds NUL. It looks no deeper than MaxRoutesDepth+1
+// levels below depth.
+func jsonShape(value *structpb.Value, depth int) (int, bool) {
+	if depth > MaxRoutesDepth {
+		return depth, false
+	}
+	deepest, hasNUL := depth, false
+	visit := func(child *structpb.Value) {
+		d, nul := jsonShape(child, depth+1)
+		deepest, hasNUL = max(deepest, d), hasNUL || nul
+	}
+	switch k := value.GetKind().(type) {
+	case *structpb.Value_StringValue:
+		return depth, strings.ContainsRune(k.StringValue, 0)
+	case *structpb.Value_ListValue:
+		deepest = depth + 1
+		for _, child := range k.ListValue.GetValues() {
+			visit(child)
+		}
+	case *structpb.Value_StructValue:
+		deepest = depth + 1
+		for key, child := range k.StructValue.GetFields() {
+			hasNUL = hasNUL || strings.ContainsRune(key, 0)
+			visit(child)
+		}
+	}
+	return deepest, hasNUL
+}
+
+// metricTags checks that there are at most MaxMetricTags tags and that each is exactly
+// one of static or dynamic; a static value is an identifier.
 func (v *violations) metricTags(path string, tags map[string]*modelsv1.MetricTagValue) {
+	if len(tags) > MaxMetricTags {
+		v.addf(path, "must have at most %d tags", MaxMetricTags)
+		return
+	}
 	for _, name := range sortedKeys(tags) {
 		t := tags[name]
+		v.identifier(field(entry(path, name), "static"), t.GetStatic())
 		hasStatic := t.GetStatic() != ""
 		hasDynamic := t.GetDynamic() != modelsv1.MetricTagValue_DYNAMIC_UNSPECIFIED
 		if hasStatic == hasDynamic {
@@ -148,7 +244,7 @@ func (v *violations) volumeMount(path string, m *modelsv1.VolumeMount) {
 		v.add(path, ruleRequired)
 		return
 	}
-	v.required(field(path, "driver"), m.GetDriver())
+	v.requiredIdentifier(field(path, "driver"), m.GetDriver())
 	v.oneOf(field(path, "mode"), m.GetMode(), false, "r", "rw")
 	switch {
 	case m.GetShared() != nil && m.GetDedicated() != nil:
@@ -206,6 +302,7 @@ func (v *violations) checkDefinition(path string, d *modelsv1.CheckDefinition) {
 	for i, c := range d.GetReadinessChecks() {
 		v.check(item(field(path, "readiness_checks"), i), c)
 	}
+	v.identifier(field(path, "log_source"), d.GetLogSource())
 }
 
 // check checks that a check is exactly one of http or tcp, on a valid port.
@@ -214,9 +311,15 @@ func (v *violations) check(path string, c *modelsv1.Check) {
 	case c.GetHttpCheck() != nil && c.GetTcpCheck() != nil, c.GetHttpCheck() == nil && c.GetTcpCheck() == nil:
 		v.add(path, "must set exactly one of http_check or tcp_check")
 	case c.GetHttpCheck() != nil:
-		v.port(field(path, "http_check.port"), c.GetHttpCheck().GetPort())
+		h, p := c.GetHttpCheck(), field(path, "http_check")
+		v.port(field(p, "port"), h.GetPort())
+		v.durationMs(field(p, "request_timeout_ms"), h.GetRequestTimeoutMs())
+		v.durationMs(field(p, "interval_ms"), h.GetIntervalMs())
 	default:
-		v.port(field(path, "tcp_check.port"), c.GetTcpCheck().GetPort())
+		t, p := c.GetTcpCheck(), field(path, "tcp_check")
+		v.port(field(p, "port"), t.GetPort())
+		v.durationMs(field(p, "connect_timeout_ms"), t.GetConnectTimeoutMs())
+		v.durationMs(field(p, "interval_ms"), t.GetIntervalMs())
 	}
 }
 

@@ -78,8 +78,8 @@ func (v *violations) desiredLRP(p string, lrp *modelsv1.DesiredLRP) {
 		return
 	}
 	v.guid(field(p, "process_guid"), lrp.GetProcessGuid())
-	v.required(field(p, "domain"), lrp.GetDomain())
-	v.nonNegative(field(p, "instances"), int64(lrp.GetInstances()))
+	v.requiredIdentifier(field(p, "domain"), lrp.GetDomain())
+	v.instances(field(p, "instances"), lrp.GetInstances())
 	v.containerSpec(p, specOfDesiredLRP(lrp))
 	v.routes(field(p, "routes"), lrp.GetRoutes())
 	v.metricsGUIDMatchesSourceID(p, lrp.GetMetricTags(), lrp.GetMetricsGuid())
@@ -87,8 +87,14 @@ func (v *violations) desiredLRP(p string, lrp *modelsv1.DesiredLRP) {
 	v.optionalAction(field(p, "monitor"), lrp.GetMonitor())
 	v.checkDefinition(field(p, "check_definition"), lrp.GetCheckDefinition())
 	v.sidecars(field(p, "sidecars"), lrp.GetSidecars())
-	for i, port := range lrp.GetPorts() {
-		v.port(item(field(p, "ports"), i), port)
+	v.ports(field(p, "ports"), lrp.GetPorts())
+}
+
+// instances checks a desired number of instances: 0 to MaxInstances.
+func (v *violations) instances(path string, n int32) {
+	v.nonNegative(path, int64(n))
+	if n > MaxInstances {
+		v.addf(path, "must be at most %d", MaxInstances)
 	}
 }
 
@@ -99,7 +105,7 @@ func (v *violations) desiredLRPUpdate(p string, u *modelsv1.DesiredLRPUpdate) {
 		return
 	}
 	if u.Instances != nil {
-		v.nonNegative(field(p, "instances"), int64(u.GetInstances()))
+		v.instances(field(p, "instances"), u.GetInstances())
 	}
 	v.annotation(field(p, "annotation"), u.GetAnnotation())
 	v.routes(field(p, "routes"), u.GetRoutes())
@@ -137,8 +143,16 @@ func (v *violations) cellPresence(p string, c *modelsv1.CellPresence) {
 		v.add(orName(p, "cell_presence"), ruleRequired)
 		return
 	}
-	v.required(field(p, "cell_id"), c.GetCellId())
-	v.required(field(p, "rep_address"), c.GetRepAddress())
+	v.requiredIdentifier(field(p, "cell_id"), c.GetCellId())
+	v.requiredIdentifier(field(p, "rep_address"), c.GetRepAddress())
+	v.identifier(field(p, "zone"), c.GetZone())
+	v.identifiers(field(p, "placement_tags"), c.GetPlacementTags(), MaxPlacementTags)
+	v.identifiers(field(p, "optional_placement_tags"), c.GetOptionalPlacementTags(), MaxPlacementTags)
+	for i, provider := range c.GetRootfsProviders() {
+		pp := item(field(p, "rootfs_providers"), i)
+		v.requiredIdentifier(field(pp, "name"), provider.GetName())
+		v.identifiers(field(pp, "properties"), provider.GetProperties(), MaxPlacementTags)
+	}
 	if u := c.GetRepUrl(); u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		v.add(field(p, "rep_url"), "must start with http:// or https://")
 	}
@@ -171,10 +185,12 @@ func (v *violations) actualLRPKey(p string, k *modelsv1.ActualLRPKey, requireDom
 		v.add(p, ruleRequired)
 		return
 	}
-	v.required(field(p, "process_guid"), k.GetProcessGuid())
+	v.requiredIdentifier(field(p, "process_guid"), k.GetProcessGuid())
 	v.nonNegative(field(p, "index"), int64(k.GetIndex()))
 	if requireDomain {
-		v.required(field(p, "domain"), k.GetDomain())
+		v.requiredIdentifier(field(p, "domain"), k.GetDomain())
+	} else {
+		v.identifier(field(p, "domain"), k.GetDomain())
 	}
 }
 
@@ -184,8 +200,8 @@ func (v *violations) actualLRPInstanceKey(p string, k *modelsv1.ActualLRPInstanc
 		v.add(p, ruleRequired)
 		return
 	}
-	v.required(field(p, "instance_guid"), k.GetInstanceGuid())
-	v.required(field(p, "cell_id"), k.GetCellId())
+	v.requiredIdentifier(field(p, "instance_guid"), k.GetInstanceGuid())
+	v.requiredIdentifier(field(p, "cell_id"), k.GetCellId())
 }
 
 // orName is p, or name when p is the top level.

@@ -1,20 +1,33 @@
 package models
 
 import (
+	"google.golang.org/protobuf/proto"
+
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // ValidateRequest validates any request message of the drover.bbs.v1 services and is
 // the single place of request validation (the gRPC server calls it for every call).
-// Messages without rules and unknown types are valid. Failures are one InvalidRequest
-// *Error naming every violated field and rule.
+// Besides the rules of each request type, every message obeys the limits of limits.go
+// (every string bounded and without NUL, map keys are identifiers, nesting bounded).
+// Unknown types are valid. Failures are one InvalidRequest *Error naming every violated
+// field and rule.
 //
 // Field paths are those of the request message, except that the DesiredLRP of a
 // DesireLRPRequest and the update of an UpdateDesiredLRPRequest are validated at the
 // top level ("process_guid", "instances"), as the LRP API sends them as the body.
 func ValidateRequest(req any) error {
 	var v violations
+	v.request(req)
+	if root := boundsRoot(req); root != nil {
+		v.stringBounds("", root.ProtoReflect(), 0)
+	}
+	return v.err()
+}
+
+// request applies the rules of each request type.
+func (v *violations) request(req any) {
 	switch r := req.(type) {
 	case *bbsv1.DesireLRPRequest:
 		v.desiredLRP("", r.GetDesiredLrp())
@@ -22,24 +35,37 @@ func ValidateRequest(req any) error {
 		v.guid("process_guid", r.GetProcessGuid())
 		v.desiredLRPUpdate("", r.GetUpdate())
 	case *bbsv1.RemoveDesiredLRPRequest:
-		v.required("process_guid", r.GetProcessGuid())
+		v.requiredIdentifier("process_guid", r.GetProcessGuid())
 	case *bbsv1.GetDesiredLRPRequest:
-		v.required("process_guid", r.GetProcessGuid())
+		v.requiredIdentifier("process_guid", r.GetProcessGuid())
 	case *bbsv1.GetDesiredLRPSchedulingInfoRequest:
-		v.required("process_guid", r.GetProcessGuid())
+		v.requiredIdentifier("process_guid", r.GetProcessGuid())
+	case *bbsv1.ListDesiredLRPsRequest:
+		v.identifier("domain", r.GetDomain())
+		v.filterIdentifiers("process_guids", r.GetProcessGuids())
+	case *bbsv1.ListDesiredLRPSchedulingInfosRequest:
+		v.identifier("domain", r.GetDomain())
+		v.filterIdentifiers("process_guids", r.GetProcessGuids())
+	case *bbsv1.ListDesiredLRPRoutingInfosRequest:
+		v.filterIdentifiers("process_guids", r.GetProcessGuids())
 
 	case *bbsv1.ListActualLRPsRequest:
+		v.identifier("domain", r.GetDomain())
+		v.identifier("cell_id", r.GetCellId())
+		v.identifier("process_guid", r.GetProcessGuid())
 		if r != nil && r.Index != nil {
 			v.nonNegative("index", int64(r.GetIndex()))
 		}
 	case *bbsv1.ClaimActualLRPRequest:
-		v.required("process_guid", r.GetProcessGuid())
+		v.requiredIdentifier("process_guid", r.GetProcessGuid())
 		v.nonNegative("index", int64(r.GetIndex()))
 		v.actualLRPInstanceKey("actual_lrp_instance_key", r.GetActualLrpInstanceKey())
 	case *bbsv1.StartActualLRPRequest:
 		v.runningInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey(), r.GetActualLrpNetInfo())
+		v.instanceDetails(r.GetInternalRoutes(), r.GetMetricTags(), r.GetAvailabilityZone())
 	case *bbsv1.EvacuateRunningActualLRPRequest:
 		v.runningInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey(), r.GetActualLrpNetInfo())
+		v.instanceDetails(r.GetInternalRoutes(), r.GetMetricTags(), r.GetAvailabilityZone())
 	case *bbsv1.CrashActualLRPRequest:
 		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
 	case *bbsv1.EvacuateClaimedActualLRPRequest:
@@ -54,7 +80,7 @@ func ValidateRequest(req any) error {
 		v.actualLRPKey("actual_lrp_key", r.GetActualLrpKey(), true)
 		v.required("error_message", r.GetErrorMessage())
 	case *bbsv1.RemoveActualLRPRequest:
-		v.required("process_guid", r.GetProcessGuid())
+		v.requiredIdentifier("process_guid", r.GetProcessGuid())
 		v.nonNegative("index", int64(r.GetIndex()))
 		if r.GetActualLrpInstanceKey() != nil {
 			v.actualLRPInstanceKey("actual_lrp_instance_key", r.GetActualLrpInstanceKey())
@@ -64,68 +90,116 @@ func ValidateRequest(req any) error {
 
 	case *bbsv1.DesireTaskRequest:
 		v.guid("task_guid", r.GetTaskGuid())
-		v.required("domain", r.GetDomain())
+		v.requiredIdentifier("domain", r.GetDomain())
 		v.taskDefinition("task_definition", r.GetTaskDefinition())
+	case *bbsv1.ListTasksRequest:
+		v.identifier("domain", r.GetDomain())
+		v.identifier("cell_id", r.GetCellId())
 	case *bbsv1.StartTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
-		v.required("cell_id", r.GetCellId())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("cell_id", r.GetCellId())
 	case *bbsv1.CompleteTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
-		v.required("cell_id", r.GetCellId())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("cell_id", r.GetCellId())
+		v.maxLength("result", r.GetResult(), MaxTaskResultLength)
 	case *bbsv1.GetTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 	case *bbsv1.CancelTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 	case *bbsv1.FailTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 	case *bbsv1.RejectTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 	case *bbsv1.ResolvingTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 	case *bbsv1.DeleteTaskRequest:
-		v.required("task_guid", r.GetTaskGuid())
+		v.requiredIdentifier("task_guid", r.GetTaskGuid())
 
 	case *bbsv1.UpsertDomainRequest:
-		v.required("domain", r.GetDomain())
+		v.requiredIdentifier("domain", r.GetDomain())
 	case *bbsv1.HeartbeatCellRequest:
 		v.cellPresence("cell_presence", r.GetCellPresence())
 		if r.GetTtlSeconds() == 0 {
 			v.add("ttl_seconds", rulePositive)
 		}
 	case *bbsv1.RemoveCellRequest:
-		v.required("cell_id", r.GetCellId())
+		v.requiredIdentifier("cell_id", r.GetCellId())
 	case *bbsv1.CordonCellRequest:
-		v.required("cell_id", r.GetCellId())
+		v.requiredIdentifier("cell_id", r.GetCellId())
+		v.maxLength("reason", r.GetReason(), MaxReasonLength)
 	case *bbsv1.UncordonCellRequest:
-		v.required("cell_id", r.GetCellId())
+		v.requiredIdentifier("cell_id", r.GetCellId())
 	case *bbsv1.AcquireLockRequest:
-		v.required("key", r.GetKey())
-		v.required("owner", r.GetOwner())
+		v.requiredIdentifier("key", r.GetKey())
+		v.requiredIdentifier("owner", r.GetOwner())
 		if r.GetTtlSeconds() == 0 {
 			v.add("ttl_seconds", rulePositive)
 		}
 	case *bbsv1.ReleaseLockRequest:
-		v.required("key", r.GetKey())
-		v.required("owner", r.GetOwner())
+		v.requiredIdentifier("key", r.GetKey())
+		v.requiredIdentifier("owner", r.GetOwner())
 	case *bbsv1.FetchLockRequest:
-		v.required("key", r.GetKey())
+		v.requiredIdentifier("key", r.GetKey())
 
+	case *bbsv1.SubscribeRequest:
+		v.identifier("cell_id", r.GetCellId())
+
+	case *bbsv1.SetConvergerPausedRequest:
+		v.maxLength("reason", r.GetReason(), MaxReasonLength)
 	case *bbsv1.ReportConvergencePassRequest:
 		if r.GetPass() == nil {
 			v.add("pass", ruleRequired)
 		}
 	case *bbsv1.RequestAuctionsRequest:
 		for i, l := range r.GetLrps() {
-			v.required(field(item("lrps", i), "process_guid"), l.GetProcessGuid())
+			v.requiredIdentifier(field(item("lrps", i), "process_guid"), l.GetProcessGuid())
 			for j, index := range l.GetIndices() {
 				v.nonNegative(item(field(item("lrps", i), "indices"), j), int64(index))
 			}
 		}
 		for i, guid := range r.GetTaskGuids() {
-			v.required(item("task_guids", i), guid)
+			v.requiredIdentifier(item("task_guids", i), guid)
 		}
 	}
-	return v.err()
+}
+
+// filterIdentifiers checks a list of identifiers a read filters by.
+func (v *violations) filterIdentifiers(path string, names []string) {
+	for i, name := range names {
+		v.identifier(item(path, i), name)
+	}
+}
+
+// instanceDetails checks what a cell reports about a RUNNING instance besides its keys:
+// internal routes (host names), resolved metric tags and the availability zone.
+func (v *violations) instanceDetails(internalRoutes []string, metricTags map[string]string, zone string) {
+	for i, route := range internalRoutes {
+		v.identifier(item("internal_routes", i), route)
+	}
+	v.atMost("metric_tags", len(metricTags), MaxMetricTags)
+	for _, name := range sortedKeys(metricTags) {
+		v.identifier(entry("metric_tags", name), metricTags[name])
+	}
+	v.identifier("availability_zone", zone)
+}
+
+// boundsRoot is the message whose fields the string bounds check at the top level:
+// the DesiredLRP of a DesireLRPRequest and the update of an UpdateDesiredLRPRequest
+// (whose process_guid has its own rule), else the request; nil when there is none.
+func boundsRoot(req any) proto.Message {
+	var m proto.Message
+	switch r := req.(type) {
+	case *bbsv1.DesireLRPRequest:
+		m = r.GetDesiredLrp()
+	case *bbsv1.UpdateDesiredLRPRequest:
+		m = r.GetUpdate()
+	case proto.Message:
+		m = r
+	}
+	if m == nil || !m.ProtoReflect().IsValid() {
+		return nil
+	}
+	return m
 }
 
 // placedInstance checks the keys of a report about a placed instance (crash and the
@@ -142,6 +216,7 @@ func (v *violations) runningInstance(key *modelsv1.ActualLRPKey, ik *modelsv1.Ac
 	if net == nil {
 		v.add("actual_lrp_net_info", ruleRequired)
 	} else {
-		v.required("actual_lrp_net_info.address", net.GetAddress())
+		v.requiredIdentifier("actual_lrp_net_info.address", net.GetAddress())
+		v.identifier("actual_lrp_net_info.instance_address", net.GetInstanceAddress())
 	}
 }

@@ -18,7 +18,7 @@ type actualLRPService struct {
 
 // ListActualLRPs streams the matching rows in batches of ListActualLRPsBatchSize.
 func (s *actualLRPService) ListActualLRPs(req *bbsv1.ListActualLRPsRequest, stream grpc.ServerStreamingServer[bbsv1.ListActualLRPsResponse]) error {
-	rows, err := s.db.ListActualLRPs(stream.Context(), store.ActualLRPFilter{
+	rows, err := s.dbFor(stream.Context()).ListActualLRPs(stream.Context(), store.ActualLRPFilter{
 		Domain:      req.GetDomain(),
 		CellID:      req.GetCellId(),
 		ProcessGuid: req.GetProcessGuid(),
@@ -41,7 +41,7 @@ func (s *actualLRPService) ClaimActualLRP(ctx context.Context, req *bbsv1.ClaimA
 	if req.GetActualLrpInstanceKey() == nil {
 		return nil, missing("actual_lrp_instance_key")
 	}
-	if _, err := s.db.ClaimActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), req.GetActualLrpInstanceKey()); err != nil {
+	if _, err := s.dbFor(ctx).ClaimActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), req.GetActualLrpInstanceKey()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.ClaimActualLRPResponse{}, nil
@@ -56,7 +56,7 @@ func (s *actualLRPService) StartActualLRP(ctx context.Context, req *bbsv1.StartA
 		return nil, missing("actual_lrp_net_info")
 	}
 	opts := startOptions(req.Routable, req.GetInternalRoutes(), req.GetMetricTags(), req.GetAvailabilityZone())
-	if _, err := s.db.StartActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts); err != nil {
+	if _, err := s.dbFor(ctx).StartActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts); err != nil {
 		return nil, err
 	}
 	return &bbsv1.StartActualLRPResponse{}, nil
@@ -67,7 +67,7 @@ func (s *actualLRPService) CrashActualLRP(ctx context.Context, req *bbsv1.CrashA
 	if err := requireKeys(req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
 		return nil, err
 	}
-	result, err := s.db.CrashActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
+	result, err := s.dbFor(ctx).CrashActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s *actualLRPService) FailActualLRP(ctx context.Context, req *bbsv1.FailAct
 	if req.GetActualLrpKey() == nil {
 		return nil, missing("actual_lrp_key")
 	}
-	if _, err := s.db.FailActualLRP(ctx, req.GetActualLrpKey(), req.GetErrorMessage()); err != nil {
+	if _, err := s.dbFor(ctx).FailActualLRP(ctx, req.GetActualLrpKey(), req.GetErrorMessage()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.FailActualLRPResponse{}, nil
@@ -90,7 +90,7 @@ func (s *actualLRPService) FailActualLRP(ctx context.Context, req *bbsv1.FailAct
 
 // RemoveActualLRP deletes the ordinary row, matching the instance key if one is given.
 func (s *actualLRPService) RemoveActualLRP(ctx context.Context, req *bbsv1.RemoveActualLRPRequest) (*bbsv1.RemoveActualLRPResponse, error) {
-	if _, err := s.db.RemoveActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), req.GetActualLrpInstanceKey()); err != nil {
+	if _, err := s.dbFor(ctx).RemoveActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), req.GetActualLrpInstanceKey()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.RemoveActualLRPResponse{}, nil
@@ -103,7 +103,7 @@ func (s *actualLRPService) RetireActualLRP(ctx context.Context, req *bbsv1.Retir
 	if key == nil {
 		return nil, missing("actual_lrp_key")
 	}
-	lrp, err := s.db.GetActualLRP(ctx, key.GetProcessGuid(), key.GetIndex(), modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_ORDINARY)
+	lrp, err := s.dbFor(ctx).GetActualLRP(ctx, key.GetProcessGuid(), key.GetIndex(), modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_ORDINARY)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (s *actualLRPService) RetireActualLRP(ctx context.Context, req *bbsv1.Retir
 	case modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CLAIMED, modelsv1.ActualLRPState_ACTUAL_LRP_STATE_RUNNING:
 		s.stopActualLRPs([]*modelsv1.ActualLRP{lrp}, RetireActualLRPAttempts)
 	default:
-		if _, err := s.db.RemoveActualLRP(ctx, lrp.GetProcessGuid(), lrp.GetIndex(), nil); err != nil {
+		if _, err := s.dbFor(ctx).RemoveActualLRP(ctx, lrp.GetProcessGuid(), lrp.GetIndex(), nil); err != nil {
 			return nil, err
 		}
 	}

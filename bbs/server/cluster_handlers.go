@@ -21,7 +21,7 @@ type domainService struct {
 
 // UpsertDomain marks a domain fresh for ttl_seconds; 0 means forever.
 func (s *domainService) UpsertDomain(ctx context.Context, req *bbsv1.UpsertDomainRequest) (*bbsv1.UpsertDomainResponse, error) {
-	if err := s.db.UpsertDomain(ctx, req.GetDomain(), seconds(req.GetTtlSeconds())); err != nil {
+	if err := s.dbFor(ctx).UpsertDomain(ctx, req.GetDomain(), seconds(req.GetTtlSeconds())); err != nil {
 		return nil, err
 	}
 	return &bbsv1.UpsertDomainResponse{}, nil
@@ -29,7 +29,7 @@ func (s *domainService) UpsertDomain(ctx context.Context, req *bbsv1.UpsertDomai
 
 // ListDomains lists the fresh domains, sorted.
 func (s *domainService) ListDomains(ctx context.Context, _ *bbsv1.ListDomainsRequest) (*bbsv1.ListDomainsResponse, error) {
-	domains, err := s.db.ListFreshDomains(ctx)
+	domains, err := s.dbFor(ctx).ListFreshDomains(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (s *cellService) HeartbeatCell(ctx context.Context, req *bbsv1.HeartbeatCel
 	if req.GetCellPresence() == nil {
 		return nil, missing("cell_presence")
 	}
-	if err := s.db.HeartbeatCell(ctx, req.GetCellPresence(), seconds(req.GetTtlSeconds())); err != nil {
+	if err := s.dbFor(ctx).HeartbeatCell(ctx, req.GetCellPresence(), seconds(req.GetTtlSeconds())); err != nil {
 		return nil, err
 	}
 	return &bbsv1.HeartbeatCellResponse{}, nil
@@ -56,7 +56,7 @@ func (s *cellService) HeartbeatCell(ctx context.Context, req *bbsv1.HeartbeatCel
 
 // RemoveCell deletes a cell's presence.
 func (s *cellService) RemoveCell(ctx context.Context, req *bbsv1.RemoveCellRequest) (*bbsv1.RemoveCellResponse, error) {
-	if err := s.db.RemoveCell(ctx, req.GetCellId()); err != nil {
+	if err := s.dbFor(ctx).RemoveCell(ctx, req.GetCellId()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.RemoveCellResponse{}, nil
@@ -64,7 +64,7 @@ func (s *cellService) RemoveCell(ctx context.Context, req *bbsv1.RemoveCellReque
 
 // ListCells lists live cells.
 func (s *cellService) ListCells(ctx context.Context, _ *bbsv1.ListCellsRequest) (*bbsv1.ListCellsResponse, error) {
-	cells, err := s.db.ListLiveCells(ctx)
+	cells, err := s.dbFor(ctx).ListLiveCells(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ type lockService struct {
 
 // AcquireLock takes or renews a lock.
 func (s *lockService) AcquireLock(ctx context.Context, req *bbsv1.AcquireLockRequest) (*bbsv1.AcquireLockResponse, error) {
-	lock, err := s.db.AcquireLock(ctx, req.GetKey(), req.GetOwner(), req.GetValue(), seconds(req.GetTtlSeconds()))
+	lock, err := s.dbFor(ctx).AcquireLock(ctx, req.GetKey(), req.GetOwner(), req.GetValue(), seconds(req.GetTtlSeconds()))
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *lockService) AcquireLock(ctx context.Context, req *bbsv1.AcquireLockReq
 
 // ReleaseLock gives up a lock the owner holds.
 func (s *lockService) ReleaseLock(ctx context.Context, req *bbsv1.ReleaseLockRequest) (*bbsv1.ReleaseLockResponse, error) {
-	if err := s.db.ReleaseLock(ctx, req.GetKey(), req.GetOwner()); err != nil {
+	if err := s.dbFor(ctx).ReleaseLock(ctx, req.GetKey(), req.GetOwner()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.ReleaseLockResponse{}, nil
@@ -96,7 +96,7 @@ func (s *lockService) ReleaseLock(ctx context.Context, req *bbsv1.ReleaseLockReq
 
 // FetchLock shows who holds a lock.
 func (s *lockService) FetchLock(ctx context.Context, req *bbsv1.FetchLockRequest) (*bbsv1.FetchLockResponse, error) {
-	lock, err := s.db.FetchLock(ctx, req.GetKey())
+	lock, err := s.dbFor(ctx).FetchLock(ctx, req.GetKey())
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (s *lockService) FetchLock(ctx context.Context, req *bbsv1.FetchLockRequest
 
 // ListLocks lists held locks.
 func (s *lockService) ListLocks(ctx context.Context, _ *bbsv1.ListLocksRequest) (*bbsv1.ListLocksResponse, error) {
-	locks, err := s.db.ListLocks(ctx)
+	locks, err := s.dbFor(ctx).ListLocks(ctx)
 	if err != nil {
 		return nil, err
 	}

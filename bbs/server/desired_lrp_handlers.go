@@ -21,7 +21,7 @@ func (s *desiredLRPService) DesireLRP(ctx context.Context, req *bbsv1.DesireLRPR
 		return nil, missing("desired_lrp")
 	}
 	models.PrepareDesiredLRP(lrp)
-	change, err := s.db.DesireLRP(ctx, lrp)
+	change, err := s.dbFor(ctx).DesireLRP(ctx, lrp)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (s *desiredLRPService) UpdateDesiredLRP(ctx context.Context, req *bbsv1.Upd
 	if req.GetUpdate() == nil {
 		return nil, missing("update")
 	}
-	change, err := s.db.UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
+	change, err := s.dbFor(ctx).UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (s *desiredLRPService) UpdateDesiredLRP(ctx context.Context, req *bbsv1.Upd
 
 // RemoveDesiredLRP deletes the LRP and stops its placed instances.
 func (s *desiredLRPService) RemoveDesiredLRP(ctx context.Context, req *bbsv1.RemoveDesiredLRPRequest) (*bbsv1.RemoveDesiredLRPResponse, error) {
-	change, err := s.db.RemoveDesiredLRP(ctx, req.GetProcessGuid())
+	change, err := s.dbFor(ctx).RemoveDesiredLRP(ctx, req.GetProcessGuid())
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *desiredLRPService) RemoveDesiredLRP(ctx context.Context, req *bbsv1.Rem
 
 // GetDesiredLRP fetches one LRP.
 func (s *desiredLRPService) GetDesiredLRP(ctx context.Context, req *bbsv1.GetDesiredLRPRequest) (*bbsv1.GetDesiredLRPResponse, error) {
-	lrp, err := s.db.GetDesiredLRP(ctx, req.GetProcessGuid())
+	lrp, err := s.dbFor(ctx).GetDesiredLRP(ctx, req.GetProcessGuid())
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (s *desiredLRPService) GetDesiredLRP(ctx context.Context, req *bbsv1.GetDes
 
 // ListDesiredLRPs lists full LRPs.
 func (s *desiredLRPService) ListDesiredLRPs(ctx context.Context, req *bbsv1.ListDesiredLRPsRequest) (*bbsv1.ListDesiredLRPsResponse, error) {
-	lrps, err := s.db.ListDesiredLRPs(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	lrps, err := s.dbFor(ctx).ListDesiredLRPs(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *desiredLRPService) ListDesiredLRPs(ctx context.Context, req *bbsv1.List
 
 // ListDesiredLRPSchedulingInfos lists the scheduling views.
 func (s *desiredLRPService) ListDesiredLRPSchedulingInfos(ctx context.Context, req *bbsv1.ListDesiredLRPSchedulingInfosRequest) (*bbsv1.ListDesiredLRPSchedulingInfosResponse, error) {
-	infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
+	infos, err := s.dbFor(ctx).ListSchedulingInfos(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *desiredLRPService) GetDesiredLRPSchedulingInfo(ctx context.Context, req
 	if guid == "" {
 		return nil, missing("process_guid")
 	}
-	infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: []string{guid}})
+	infos, err := s.dbFor(ctx).ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: []string{guid}})
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *desiredLRPService) GetDesiredLRPSchedulingInfo(ctx context.Context, req
 
 // ListDesiredLRPRoutingInfos lists the routing views.
 func (s *desiredLRPService) ListDesiredLRPRoutingInfos(ctx context.Context, req *bbsv1.ListDesiredLRPRoutingInfosRequest) (*bbsv1.ListDesiredLRPRoutingInfosResponse, error) {
-	infos, err := s.db.ListRoutingInfos(ctx, req.GetProcessGuids())
+	infos, err := s.dbFor(ctx).ListRoutingInfos(ctx, req.GetProcessGuids())
 	if err != nil {
 		return nil, err
 	}

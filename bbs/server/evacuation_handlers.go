@@ -11,7 +11,7 @@ import (
 // EvacuateClaimedActualLRP hands an unstarted instance of a draining cell back for
 // placement elsewhere.
 func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bbsv1.EvacuateClaimedActualLRPRequest) (*bbsv1.EvacuateClaimedActualLRPResponse, error) {
-	result, err := s.db.EvacuateClaimedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
+	result, err := s.dbFor(ctx).EvacuateClaimedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +23,7 @@ func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bb
 // its replacement is placed; routable defaults to true as for a start.
 func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bbsv1.EvacuateRunningActualLRPRequest) (*bbsv1.EvacuateRunningActualLRPResponse, error) {
 	opts := startOptions(req.Routable, req.GetInternalRoutes(), req.GetMetricTags(), req.GetAvailabilityZone())
-	result, err := s.db.EvacuateRunningActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts)
+	result, err := s.dbFor(ctx).EvacuateRunningActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetActualLrpNetInfo(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bb
 
 // EvacuateStoppedActualLRP forgets a stopped instance of a draining cell.
 func (s *actualLRPService) EvacuateStoppedActualLRP(ctx context.Context, req *bbsv1.EvacuateStoppedActualLRPRequest) (*bbsv1.EvacuateStoppedActualLRPResponse, error) {
-	result, err := s.db.EvacuateStoppedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
+	result, err := s.dbFor(ctx).EvacuateStoppedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey())
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (s *actualLRPService) EvacuateStoppedActualLRP(ctx context.Context, req *bb
 // EvacuateCrashedActualLRP records a crash on a draining cell and auctions the index
 // again when the instance restarts at once.
 func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bbsv1.EvacuateCrashedActualLRPRequest) (*bbsv1.EvacuateCrashedActualLRPResponse, error) {
-	result, err := s.db.EvacuateCrashedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
+	result, err := s.dbFor(ctx).EvacuateCrashedActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetErrorMessage())
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bb
 
 // RemoveEvacuatingActualLRP deletes the caller's EVACUATING row.
 func (s *actualLRPService) RemoveEvacuatingActualLRP(ctx context.Context, req *bbsv1.RemoveEvacuatingActualLRPRequest) (*bbsv1.RemoveEvacuatingActualLRPResponse, error) {
-	if _, err := s.db.RemoveEvacuatingActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
+	if _, err := s.dbFor(ctx).RemoveEvacuatingActualLRP(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.RemoveEvacuatingActualLRPResponse{}, nil

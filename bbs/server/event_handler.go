@@ -5,6 +5,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"drover.dev/bbs/events"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -16,12 +17,24 @@ type eventService struct {
 }
 
 // Subscribe streams events after the request's cursor until the client goes away; a
-// cursor older than retention ends the stream with OUT_OF_RANGE (models.ErrResyncRequired).
+// cursor older than retention ends the stream with OUT_OF_RANGE (models.ErrResyncRequired),
+// a subscriber that does not take an event within the send timeout with UNAVAILABLE
+// (events.SlowSubscriberError), and one over its identity's cap is refused with
+// RESOURCE_EXHAUSTED before the response headers are sent.
 func (s *eventService) Subscribe(req *bbsv1.SubscribeRequest, stream grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error {
 	if s.hub == nil {
 		return status.Error(codes.Unavailable, "event hub not configured")
 	}
-	return s.hub.Subscribe(stream.Context(), req.AfterSequence, req.GetCellId(), func(e *modelsv1.Event) error {
+	cellID, visible := eventScope(stream.Context(), req.GetCellId()) // a cell sees its own events only
+	return s.hub.Subscribe(stream.Context(), events.Subscription{
+		After:    req.AfterSequence,
+		CellID:   cellID,
+		Identity: subscriberIdentity(stream.Context()),
+		Admitted: func() { _ = stream.SendHeader(nil) },
+	}, func(e *modelsv1.Event) error {
+		if !visible(e) {
+			return nil
+		}
 		return stream.Send(&bbsv1.SubscribeResponse{Event: e})
 	})
 }

@@ -19,7 +19,7 @@ func (s *taskService) DesireTask(ctx context.Context, req *bbsv1.DesireTaskReque
 	if req.GetTaskDefinition() == nil {
 		return nil, missing("task_definition")
 	}
-	task, err := s.db.DesireTask(ctx, req.GetTaskGuid(), req.GetDomain(), req.GetTaskDefinition())
+	task, err := s.dbFor(ctx).DesireTask(ctx, req.GetTaskGuid(), req.GetDomain(), req.GetTaskDefinition())
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (s *taskService) DesireTask(ctx context.Context, req *bbsv1.DesireTaskReque
 
 // GetTask fetches one task.
 func (s *taskService) GetTask(ctx context.Context, req *bbsv1.GetTaskRequest) (*bbsv1.GetTaskResponse, error) {
-	task, err := s.db.GetTask(ctx, req.GetTaskGuid())
+	task, err := s.dbFor(ctx).GetTask(ctx, req.GetTaskGuid())
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (s *taskService) GetTask(ctx context.Context, req *bbsv1.GetTaskRequest) (*
 
 // ListTasks lists tasks by domain and cell.
 func (s *taskService) ListTasks(ctx context.Context, req *bbsv1.ListTasksRequest) (*bbsv1.ListTasksResponse, error) {
-	tasks, err := s.db.ListTasks(ctx, store.TaskFilter{Domain: req.GetDomain(), CellID: req.GetCellId()})
+	tasks, err := s.dbFor(ctx).ListTasks(ctx, store.TaskFilter{Domain: req.GetDomain(), CellID: req.GetCellId()})
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (s *taskService) ListTasks(ctx context.Context, req *bbsv1.ListTasksRequest
 
 // StartTask moves a PENDING task to RUNNING on the cell.
 func (s *taskService) StartTask(ctx context.Context, req *bbsv1.StartTaskRequest) (*bbsv1.StartTaskResponse, error) {
-	_, shouldStart, err := s.db.StartTask(ctx, req.GetTaskGuid(), req.GetCellId())
+	_, shouldStart, err := s.dbFor(ctx).StartTask(ctx, req.GetTaskGuid(), req.GetCellId())
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (s *taskService) StartTask(ctx context.Context, req *bbsv1.StartTaskRequest
 // CancelTask completes the task as failed, stops it on its cell if it was running and
 // runs its callback.
 func (s *taskService) CancelTask(ctx context.Context, req *bbsv1.CancelTaskRequest) (*bbsv1.CancelTaskResponse, error) {
-	change, err := s.db.CancelTask(ctx, req.GetTaskGuid())
+	change, err := s.dbFor(ctx).CancelTask(ctx, req.GetTaskGuid())
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (s *taskService) CancelTask(ctx context.Context, req *bbsv1.CancelTaskReque
 
 // FailTask completes the task as failed and runs its callback.
 func (s *taskService) FailTask(ctx context.Context, req *bbsv1.FailTaskRequest) (*bbsv1.FailTaskResponse, error) {
-	change, err := s.db.FailTask(ctx, req.GetTaskGuid(), req.GetFailureReason())
+	change, err := s.dbFor(ctx).FailTask(ctx, req.GetTaskGuid(), req.GetFailureReason())
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *taskService) FailTask(ctx context.Context, req *bbsv1.FailTaskRequest) 
 // RejectTask hands the task back for another auction, or fails it (and runs its
 // callback) after too many rejections.
 func (s *taskService) RejectTask(ctx context.Context, req *bbsv1.RejectTaskRequest) (*bbsv1.RejectTaskResponse, error) {
-	change, err := s.db.RejectTask(ctx, req.GetTaskGuid(), req.GetRejectionReason(), s.maxTaskRetries)
+	change, err := s.dbFor(ctx).RejectTask(ctx, req.GetTaskGuid(), req.GetRejectionReason(), s.maxTaskRetries)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (s *taskService) RejectTask(ctx context.Context, req *bbsv1.RejectTaskReque
 
 // CompleteTask records the outcome of a RUNNING task and runs its callback.
 func (s *taskService) CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskRequest) (*bbsv1.CompleteTaskResponse, error) {
-	change, err := s.db.CompleteTask(ctx, req.GetTaskGuid(), req.GetCellId(), req.GetFailed(), req.GetFailureReason(), req.GetResult())
+	change, err := s.dbFor(ctx).CompleteTask(ctx, req.GetTaskGuid(), req.GetCellId(), req.GetFailed(), req.GetFailureReason(), req.GetResult())
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *taskService) CompleteTask(ctx context.Context, req *bbsv1.CompleteTaskR
 
 // ResolvingTask moves a COMPLETED task to RESOLVING.
 func (s *taskService) ResolvingTask(ctx context.Context, req *bbsv1.ResolvingTaskRequest) (*bbsv1.ResolvingTaskResponse, error) {
-	if _, err := s.db.ResolvingTask(ctx, req.GetTaskGuid()); err != nil {
+	if _, err := s.dbFor(ctx).ResolvingTask(ctx, req.GetTaskGuid()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.ResolvingTaskResponse{}, nil
@@ -114,7 +114,7 @@ func (s *taskService) ResolvingTask(ctx context.Context, req *bbsv1.ResolvingTas
 
 // DeleteTask deletes a RESOLVING task.
 func (s *taskService) DeleteTask(ctx context.Context, req *bbsv1.DeleteTaskRequest) (*bbsv1.DeleteTaskResponse, error) {
-	if _, err := s.db.DeleteTask(ctx, req.GetTaskGuid()); err != nil {
+	if _, err := s.dbFor(ctx).DeleteTask(ctx, req.GetTaskGuid()); err != nil {
 		return nil, err
 	}
 	return &bbsv1.DeleteTaskResponse{}, nil

@@ -24,6 +24,12 @@ const (
 // ListActualLRPs returns matching rows (every presence) ordered by process guid, index
 // and presence, in one query without decrypting anything.
 func (p *Postgres) ListActualLRPs(ctx context.Context, f ActualLRPFilter) ([]*modelsv1.ActualLRP, error) {
+	if p.actor.IsCell() {
+		if p.actor.Cell() == "" {
+			return nil, nil // a cell without an id holds nothing
+		}
+		f.CellID = p.actor.Cell()
+	}
 	lrps, err := queryAll(ctx, p.pool, scanActualLRP, `SELECT `+actualColumns+` FROM actual_lrps
 WHERE ($1 = '' OR domain = $1) AND ($2 = '' OR cell_id = $2) AND ($3 = '' OR process_guid = $3)
   AND ($4::int IS NULL OR instance_index = $4)
@@ -47,6 +53,9 @@ func (p *Postgres) ClaimActualLRP(ctx context.Context, processGuid string, index
 	if ik == nil {
 		return nil, invalidRequest("actual lrp instance key is required")
 	}
+	if err := p.actor.MayUseInstanceKey(ik); err != nil {
+		return nil, err
+	}
 	var change *ActualLRPChange
 	err := p.write(ctx, "claim-actual-lrp", func(w *writeTx) error {
 		rows, err := w.lockIndex(ctx, processGuid, index)
@@ -60,6 +69,9 @@ func (p *Postgres) ClaimActualLRP(ctx context.Context, processGuid string, index
 		before := rows.ordinary
 		if before == nil {
 			return notFound("actual lrp %s/%d not found", processGuid, index)
+		}
+		if err := p.actor.MayChangeActualLRP(before, true); err != nil {
+			return err
 		}
 		if before.State == stateClaimed && sameInstance(before, ik) {
 			change = &ActualLRPChange{Before: before, After: before}
@@ -85,6 +97,9 @@ func (p *Postgres) StartActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 	if key == nil || ik == nil || net == nil {
 		return nil, invalidRequest("actual lrp key, instance key and net info are required")
 	}
+	if err := p.actor.MayUseInstanceKey(ik); err != nil {
+		return nil, err
+	}
 	var change *ActualLRPChange
 	err := p.write(ctx, "start-actual-lrp", func(w *writeTx) error {
 		rows, err := w.lockIndex(ctx, key.GetProcessGuid(), key.GetIndex())
@@ -94,6 +109,9 @@ func (p *Postgres) StartActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 		if s := rows.suspect; s != nil && sameInstance(s, ik) {
 			change = &ActualLRPChange{Before: s, After: s}
 			return nil
+		}
+		if err := p.actor.MayChangeActualLRP(rows.ordinary, true); err != nil {
+			return err
 		}
 		if change, err = w.startOrdinary(ctx, rows.ordinary, key, ik, net, opts); err != nil {
 			return err
@@ -168,6 +186,9 @@ func (p *Postgres) CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 	if key == nil || ik == nil {
 		return nil, invalidRequest("actual lrp key and instance key are required")
 	}
+	if err := p.actor.MayUseInstanceKey(ik); err != nil {
+		return nil, err
+	}
 	var result *CrashResult
 	err := p.write(ctx, "crash-actual-lrp", func(w *writeTx) error {
 		rows, err := w.lockIndex(ctx, key.GetProcessGuid(), key.GetIndex())
@@ -184,6 +205,9 @@ func (p *Postgres) CrashActualLRP(ctx context.Context, key *modelsv1.ActualLRPKe
 		}
 		if rows.ordinary == nil {
 			return notFound("actual lrp %s/%d not found", key.GetProcessGuid(), key.GetIndex())
+		}
+		if err := p.actor.MayChangeActualLRP(rows.ordinary, false); err != nil {
+			return err
 		}
 		result, err = w.crashOrdinary(ctx, rows.ordinary, ik, reason)
 		return err
@@ -259,6 +283,9 @@ func (p *Postgres) FailActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey
 		if before == nil {
 			return notFound("actual lrp %s/%d not found", key.GetProcessGuid(), key.GetIndex())
 		}
+		if err := p.actor.MayChangeActualLRP(before, false); err != nil {
+			return err
+		}
 		if before.State != stateUnclaimed {
 			return models.NewError(models.ErrTypeInvalidStateTransition,
 				"cannot fail actual lrp %s/%d: it is %s, not UNCLAIMED", before.ProcessGuid, before.Index, before.State)
@@ -274,6 +301,9 @@ func (p *Postgres) FailActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey
 
 // RemoveActualLRP deletes the ORDINARY row; a non-nil ik must match the stored instance.
 func (p *Postgres) RemoveActualLRP(ctx context.Context, processGuid string, index int32, ik *modelsv1.ActualLRPInstanceKey) (*ActualLRPChange, error) {
+	if err := p.actor.MayUseInstanceKey(ik); err != nil {
+		return nil, err // a cell must name its instance
+	}
 	var change *ActualLRPChange
 	err := p.write(ctx, "remove-actual-lrp", func(w *writeTx) error {
 		rows, err := w.lockIndex(ctx, processGuid, index)
@@ -283,6 +313,9 @@ func (p *Postgres) RemoveActualLRP(ctx context.Context, processGuid string, inde
 		before := rows.ordinary
 		if before == nil {
 			return notFound("actual lrp %s/%d not found", processGuid, index)
+		}
+		if err := p.actor.MayChangeActualLRP(before, false); err != nil {
+			return err
 		}
 		if ik != nil && !sameInstance(before, ik) {
 			return models.NewError(models.ErrTypeResourceConflict,

@@ -61,6 +61,9 @@ func (p *Postgres) HeartbeatCell(ctx context.Context, presence *modelsv1.CellPre
 	if presence == nil || presence.GetCellId() == "" {
 		return invalidRequest("cell presence with a cell id is required")
 	}
+	if err := p.actor.MayActForCell(presence.GetCellId()); err != nil {
+		return err
+	}
 	if ttl <= 0 {
 		return invalidRequest("cell presence ttl must be positive")
 	}
@@ -80,6 +83,9 @@ ON CONFLICT (cell_id) DO UPDATE SET presence = EXCLUDED.presence, expires_at = E
 
 // RemoveCell deletes a cell's presence; removing an absent cell is not an error.
 func (p *Postgres) RemoveCell(ctx context.Context, cellID string) error {
+	if err := p.actor.MayActForCell(cellID); err != nil {
+		return err
+	}
 	return p.write(ctx, "remove-cell", func(w *writeTx) error {
 		_, err := w.Exec(ctx, `DELETE FROM cells WHERE cell_id = $1`, cellID)
 		return err

@@ -84,6 +84,8 @@ type DB interface {
 	TaskConvergenceDB
 	ConvergerStateDB
 	CordonDB
+	// ForCell is the store as a cell may use it (see Postgres.ForCell).
+	ForCell(cellID string) DB
 }
 
 // DesiredLRPDB stores DesiredLRPs. Desire, update and remove create and delete the
@@ -161,6 +163,9 @@ type EventDB interface {
 	// EventsAfter returns up to limit events with sequence > after, in sequence order.
 	// It returns ErrResyncRequired when events after `after` were already pruned.
 	EventsAfter(ctx context.Context, after uint64, limit int) ([]*modelsv1.Event, error)
+	// EventPage is EventsAfter with a byte budget as well: it stops before the event whose
+	// stored payload would take the page past maxBytes, but returns at least one event.
+	EventPage(ctx context.Context, after uint64, limit, maxBytes int) ([]*modelsv1.Event, error)
 	// LatestSequence is the sequence of the newest committed event (0 if none).
 	LatestSequence(ctx context.Context) (uint64, error)
 	// WaitForEvents blocks on LISTEN until a NOTIFY says new events committed, then calls

@@ -119,12 +119,34 @@ func (p *Postgres) lockDesiredLRP(ctx context.Context, w *writeTx, processGuid s
 
 // GetDesiredLRP returns the full DesiredLRP, run info decrypted.
 func (p *Postgres) GetDesiredLRP(ctx context.Context, processGuid string) (*modelsv1.DesiredLRP, error) {
+	if err := p.mayReadDesired(ctx, processGuid); err != nil {
+		return nil, err
+	}
 	lrp, err := p.scanDesiredLRP(p.pool.QueryRow(ctx,
 		`SELECT `+desiredColumns+` FROM desired_lrps WHERE process_guid = $1`, processGuid))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("desired lrp %q not found", processGuid)
 	}
 	return lrp, p.readError("get-desired-lrp", err)
+}
+
+// mayReadDesired lets a cell read the definition of a DesiredLRP only while one of its
+// instances (any presence) is on that cell: the rep fetches it after claiming.
+func (p *Postgres) mayReadDesired(ctx context.Context, processGuid string) error {
+	if !p.actor.IsCell() {
+		return nil
+	}
+	var placed bool
+	err := p.pool.QueryRow(ctx, `SELECT $2 <> '' AND EXISTS (SELECT 1 FROM actual_lrps WHERE process_guid = $1 AND cell_id = $2)`,
+		processGuid, p.actor.Cell()).Scan(&placed)
+	if err != nil {
+		return p.readError("get-desired-lrp", err)
+	}
+	if !placed {
+		return models.NewError(models.ErrTypeUnauthorized,
+			"cell %q may not read desired lrp %q: none of its instances is on that cell", p.actor.Cell(), processGuid)
+	}
+	return nil
 }
 
 // ListDesiredLRPs returns full DesiredLRPs ordered by process guid.

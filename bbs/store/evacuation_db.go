@@ -66,6 +66,9 @@ func (p *Postgres) evacuate(ctx context.Context, op string, key *modelsv1.Actual
 	if key == nil || ik == nil {
 		return nil, invalidRequest("actual lrp key and instance key are required")
 	}
+	if err := p.actor.MayUseInstanceKey(ik); err != nil {
+		return nil, err // with its own key, a cell matches only rows its cell holds (own)
+	}
 	var result *EvacuationResult
 	err := p.write(ctx, op, func(w *writeTx) error {
 		e := &evacuation{writeTx: w, key: key, ik: ik}

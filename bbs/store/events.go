@@ -118,6 +118,15 @@ ORDER BY e.sequence`
 // limit <= 0 means DefaultEventsLimit. ErrResyncRequired means events after `after`
 // were already pruned.
 func (p *Postgres) EventsAfter(ctx context.Context, after uint64, limit int) ([]*modelsv1.Event, error) {
+	return p.EventPage(ctx, after, limit, 0)
+}
+
+// EventPage is EventsAfter that also stops before the event whose stored (encrypted)
+// payload would take the page's payload bytes past maxBytes; the page always holds at
+// least one event when there is one. maxBytes <= 0 sets no byte budget. Subscribers read
+// the log in such pages, so what one of them holds in memory stays bounded however large
+// the events are.
+func (p *Postgres) EventPage(ctx context.Context, after uint64, limit, maxBytes int) ([]*modelsv1.Event, error) {
 	if limit <= 0 {
 		limit = DefaultEventsLimit
 	}
@@ -131,6 +140,7 @@ func (p *Postgres) EventsAfter(ctx context.Context, after uint64, limit int) ([]
 	defer rows.Close()
 	var events []*modelsv1.Event
 	var prunedThrough int64
+	pageBytes := 0
 	for rows.Next() {
 		var seq, createdAt *int64
 		var payload []byte
@@ -139,6 +149,10 @@ func (p *Postgres) EventsAfter(ctx context.Context, after uint64, limit int) ([]
 		}
 		if seq == nil {
 			break
+		}
+		pageBytes += len(payload)
+		if maxBytes > 0 && len(events) > 0 && pageBytes > maxBytes {
+			break // the rest waits for the next page
 		}
 		e, err := p.decodeEvent(payload)
 		if err != nil {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,46 @@ func TestEventsAfterPagesInOrder(t *testing.T) {
 
 	_, err = s.EventsAfter(ctx, 1<<63, 1)
 	requireErrorType(t, err, models.ErrTypeInvalidRequest)
+}
+
+func TestEventPageStopsAtTheByteBudget(t *testing.T) {
+	t.Parallel()
+	s := storetest.NewStore(t)
+	ctx := testContext(t)
+	for i := range 6 {
+		def := newTaskDefinition()
+		def.Annotation = strings.Repeat("x", 3000) // each stored payload is over 3000 bytes
+		_, err := s.DesireTask(ctx, fmt.Sprintf("big-%d", i), "d", def)
+		require.NoError(t, err)
+	}
+
+	page, err := s.EventPage(ctx, 0, 10, 7000)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2}, seqs(page), "a third payload would pass 7000 bytes")
+
+	page, err = s.EventPage(ctx, 2, 10, 100)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3}, seqs(page), "an event larger than the budget still comes, alone")
+
+	page, err = s.EventPage(ctx, 3, 2, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{4, 5}, seqs(page), "the count limit still applies")
+
+	page, err = s.EventPage(ctx, 0, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, page, 6, "no byte budget")
+
+	page, err = s.EventPage(ctx, 6, 10, 7000)
+	require.NoError(t, err)
+	require.Empty(t, page)
+}
+
+func seqs(events []*modelsv1.Event) []uint64 {
+	out := make([]uint64, 0, len(events))
+	for _, e := range events {
+		out = append(out, e.GetSequence())
+	}
+	return out
 }
 
 // TestConcurrentWritersCommitOrder runs 8 writers × 50 claims and starts while a reader

@@ -38,9 +38,26 @@ type Postgres struct {
 	clock   func() time.Time
 	restart models.RestartPolicy
 	logger  *slog.Logger
+	// actor is who the calls of this view act for (ForCell); the zero Actor is trusted.
+	actor models.Actor
 }
 
 var _ DB = (*Postgres)(nil)
+
+// ForCell returns a view of the store for the calls of a rep whose certificate names
+// cellID, sharing the pool (close only the original). Like Kubernetes' NodeRestriction,
+// its lifecycle writes change only rows cellID holds, or take an UNCLAIMED instance or a
+// PENDING task for it, and refuse a missing row; instance keys and cell ids it is given
+// must name cellID; its reads of a DesiredLRP or a task need one of that LRP's instances,
+// or the task, on cellID, and its lists of instances and tasks are limited to cellID.
+// Every refusal is checked on the row locked by the write and is Unauthorized
+// (PermissionDenied); nothing changes. The other calls of the view are not restricted:
+// the BBS's authorisation policy never lets a cell make them.
+func (p *Postgres) ForCell(cellID string) DB {
+	view := *p
+	view.actor = models.CellActor(cellID)
+	return &view
+}
 
 // Open builds the connection pool and the cryptor. It does not connect yet: call Ping
 // or Migrate to find out whether the database is reachable.

@@ -89,7 +89,7 @@ func (p *Postgres) changeTaskIf(ctx context.Context, field string, c *bbsv1.Task
 		return nil, err
 	}
 	var outcome *TaskActionOutcome
-	_, err := p.changeTask(ctx, "apply-task-action", c.GetTaskGuid(), func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	_, err := p.changeTask(ctx, "apply-task-action", c.GetTaskGuid(), false, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		if refused := matchTaskCondition(before, c); refused != "" {
 			outcome = refuseTask("%s", refused)
 			return before, nil

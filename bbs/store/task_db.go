@@ -106,11 +106,23 @@ func (p *Postgres) GetTask(ctx context.Context, guid string) (*modelsv1.Task, er
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, notFound("task %q not found", guid)
 	}
-	return t, p.readError("get-task", err)
+	if err != nil {
+		return nil, p.readError("get-task", err)
+	}
+	if err := p.actor.MayReadTask(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // ListTasks returns matching tasks ordered by guid.
 func (p *Postgres) ListTasks(ctx context.Context, f TaskFilter) ([]*modelsv1.Task, error) {
+	if p.actor.IsCell() {
+		if p.actor.Cell() == "" {
+			return nil, nil // a cell without an id holds nothing
+		}
+		f.CellID = p.actor.Cell()
+	}
 	tasks, err := queryAll(ctx, p.pool, p.scanTask, `SELECT `+taskColumns+` FROM tasks
 WHERE ($1 = '' OR domain = $1) AND ($2 = '' OR cell_id = $2) ORDER BY guid`, f.Domain, f.CellID)
 	return tasks, p.readError("list-tasks", err)
@@ -119,8 +131,11 @@ WHERE ($1 = '' OR domain = $1) AND ($2 = '' OR cell_id = $2) ORDER BY guid`, f.D
 // StartTask moves a PENDING task to RUNNING on cellID. A task already RUNNING on that
 // cell gives shouldStart=false and no error; on another cell, ErrRunningOnDifferentCell.
 func (p *Postgres) StartTask(ctx context.Context, guid, cellID string) (*TaskChange, bool, error) {
+	if err := p.actor.MayActForCell(cellID); err != nil {
+		return nil, false, err
+	}
 	shouldStart := false
-	change, err := p.changeTask(ctx, "start-task", guid, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	change, err := p.changeTask(ctx, "start-task", guid, true, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		shouldStart = false
 		if before.State == taskRunning {
 			if before.CellId == cellID {
@@ -151,7 +166,7 @@ func (p *Postgres) FailTask(ctx context.Context, guid, reason string) (*TaskChan
 }
 
 func (p *Postgres) failTask(ctx context.Context, op, guid, reason string) (*TaskChange, error) {
-	return p.changeTask(ctx, op, guid, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	return p.changeTask(ctx, op, guid, false, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		if !models.TaskCanBeCancelled(before.State) {
 			return nil, invalidTaskTransition(before, taskCompleted)
 		}
@@ -163,7 +178,7 @@ func (p *Postgres) failTask(ctx context.Context, op, guid, reason string) (*Task
 // the task goes back to PENDING without a cell. If the count before this reject had
 // reached maxRetries, the task is completed as failed instead.
 func (p *Postgres) RejectTask(ctx context.Context, guid, reason string, maxRetries int) (*TaskChange, error) {
-	return p.changeTask(ctx, "reject-task", guid, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	return p.changeTask(ctx, "reject-task", guid, false, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		if !models.TaskCanBeRejected(before.State) {
 			return nil, invalidTaskTransition(before, taskPending)
 		}
@@ -182,7 +197,10 @@ func (p *Postgres) RejectTask(ctx context.Context, guid, reason string, maxRetri
 
 // CompleteTask completes a task RUNNING on cellID with its result.
 func (p *Postgres) CompleteTask(ctx context.Context, guid, cellID string, failed bool, failureReason, result string) (*TaskChange, error) {
-	return p.changeTask(ctx, "complete-task", guid, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	if err := p.actor.MayActForCell(cellID); err != nil {
+		return nil, err
+	}
+	return p.changeTask(ctx, "complete-task", guid, false, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		if before.State == taskRunning && before.CellId != cellID {
 			return nil, runningOnDifferentCell(before, cellID)
 		}
@@ -195,7 +213,7 @@ func (p *Postgres) CompleteTask(ctx context.Context, guid, cellID string, failed
 
 // ResolvingTask moves a COMPLETED task to RESOLVING: its client claimed the result.
 func (p *Postgres) ResolvingTask(ctx context.Context, guid string) (*TaskChange, error) {
-	return p.changeTask(ctx, "resolving-task", guid, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
+	return p.changeTask(ctx, "resolving-task", guid, false, func(before *modelsv1.Task, now int64) (*modelsv1.Task, error) {
 		if err := models.TaskTransition(before.State, taskResolving); err != nil {
 			return nil, err
 		}
@@ -209,6 +227,9 @@ func (p *Postgres) DeleteTask(ctx context.Context, guid string) (*modelsv1.Task,
 	err := p.write(ctx, "delete-task", func(w *writeTx) error {
 		before, err := p.lockTask(ctx, w, guid)
 		if err != nil {
+			return err
+		}
+		if err := p.actor.MayChangeTask(before, false); err != nil {
 			return err
 		}
 		if !models.TaskCanBeDeleted(before.State) {
@@ -225,13 +246,17 @@ func (p *Postgres) DeleteTask(ctx context.Context, guid string) (*modelsv1.Task,
 	return deleted, err
 }
 
-// changeTask locks a task, asks change for its next version and stores it with a
-// task_changed event. change returning before itself means "nothing to do".
-func (p *Postgres) changeTask(ctx context.Context, op, guid string, change func(before *modelsv1.Task, now int64) (*modelsv1.Task, error)) (*TaskChange, error) {
+// changeTask locks a task, checks that the actor may change it (takes: a cell may take
+// a PENDING task), asks change for its next version and stores it with a task_changed
+// event. change returning before itself means "nothing to do".
+func (p *Postgres) changeTask(ctx context.Context, op, guid string, takes bool, change func(before *modelsv1.Task, now int64) (*modelsv1.Task, error)) (*TaskChange, error) {
 	var result *TaskChange
 	err := p.write(ctx, op, func(w *writeTx) error {
 		before, err := p.lockTask(ctx, w, guid)
 		if err != nil {
+			return err
+		}
+		if err := p.actor.MayChangeTask(before, takes); err != nil {
 			return err
 		}
 		after, err := change(before, w.nowNano())

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"syscall"
 	"time"
 
 	"drover.dev/bbs/models"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -22,9 +22,9 @@ const maxAttempts = 4
 
 // Postgres error codes the store reacts to.
 const (
-	codeUniqueViolation      = "23505"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
+	codeUniqueViolation      = pgerrcode.UniqueViolation
+	codeSerializationFailure = pgerrcode.SerializationFailure
+	codeDeadlockDetected     = pgerrcode.DeadlockDetected
 )
 
 // errRetryTransaction asks write to run the transaction again, e.g. after an insert
@@ -148,7 +148,7 @@ func isConnectionLoss(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "57P01" || strings.HasPrefix(pgErr.Code, "08") // admin shutdown, connection exception
+		return pgErr.Code == pgerrcode.AdminShutdown || pgerrcode.IsConnectionException(pgErr.Code)
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
@@ -177,6 +177,9 @@ func mapError(op string, err error) error {
 		case codeDeadlockDetected, codeSerializationFailure:
 			return models.NewError(models.ErrTypeResourceConflict, "%s: concurrent writes kept conflicting: %s", op, pgErr.Message)
 		}
+		if refusesValue(pgErr.Code) {
+			return models.NewError(models.ErrTypeInvalidRequest, "%s: the database refused a value of the request: %s", op, pgErr.Message)
+		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return models.NewError(models.ErrTypeResourceNotFound, "%s: not found", op)
@@ -185,6 +188,15 @@ func mapError(op string, err error) error {
 		return unavailable(op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// refusesValue reports the Postgres errors that a value a client sent causes, rather
+// than the server: data exceptions (class 22: text that is not valid in the encoding,
+// such as NUL, values too long or out of range) and program limits (class 54, such as an
+// index entry over its maximum size). Validation refuses such values first; these keep
+// any it misses a client error instead of an internal one.
+func refusesValue(code string) bool {
+	return pgerrcode.IsDataException(code) || pgerrcode.IsProgramLimitExceeded(code)
 }
 
 func unavailable(op string, err error) error {

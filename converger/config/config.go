@@ -30,7 +30,10 @@ const (
 // Config is the converger's configuration file.
 type Config struct {
 	DebugAddress string `json:"debug_address"`
-	BBSAddress   string `json:"bbs_address"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
+	BBSAddress        string `json:"bbs_address"`
 	// TLS is the converger's client certificate for the BBS; without it the link is
 	// plaintext (tests only).
 	TLS tlsconfig.Files `json:"tls"`
@@ -86,7 +89,8 @@ func (c *Config) Validate() error {
 		return errors.New("nil config")
 	}
 	var errs []error
-	errs = append(errs, libconfig.Addresses([][2]string{{"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.Addresses([][2]string{{"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	if err := libconfig.OptionalTLS("tls", c.TLS); err != nil {
 		errs = append(errs, err)
 	}

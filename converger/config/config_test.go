@@ -21,6 +21,8 @@ func TestDefaultIsValid(t *testing.T) {
 	require.Equal(t, 30*time.Minute, cfg.ExpirePendingTaskDuration.Duration())
 	require.Equal(t, 120*time.Second, cfg.ExpireCompletedTaskDuration.Duration())
 	require.Equal(t, "converger", LockKey)
+	cfg.DebugAddress, cfg.DebugAdminAddress = "0.0.0.0:9020", "off"
+	require.NoError(t, cfg.Validate(), "metrics on any address once pprof and /log-level are off")
 }
 
 func TestValidateRules(t *testing.T) {
@@ -31,6 +33,8 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"debug address", func(c *Config) { c.DebugAddress = "" }, `debug_address: is required`},
 		{"debug address port", func(c *Config) { c.DebugAddress = "localhost" }, `debug_address: must be host:port, got "localhost"`},
+		{"debug address routable with pprof on it", func(c *Config) { c.DebugAddress = "0.0.0.0:9020" }, `debug_address: "0.0.0.0:9020" is not a loopback address, and pprof and /log-level are served there`},
+		{"debug admin address routable", func(c *Config) { c.DebugAdminAddress = "0.0.0.0:9021" }, `debug_admin_address: "0.0.0.0:9021" is not a loopback address`},
 		{"bbs address", func(c *Config) { c.BBSAddress = "bbs" }, `bbs_address: must be host:port, got "bbs"`},
 		{"tls incomplete", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.pem"} }, "tls: cert_file is required"},
 		{"repeat interval", func(c *Config) { c.RepeatInterval = 0 }, "repeat_interval: must be positive, got 0s"},

@@ -136,7 +136,7 @@ func (s *session) waitEvacuated(ctx context.Context, cellID string, start time.T
 		case waitCtx.Err() != nil || (err != nil && !time.Now().Before(deadline)):
 			// interrupted or out of time (the poll's own deadline may fire first): decided below
 		case err != nil:
-			fmt.Fprintf(s.stderr, "droverctl: %s (retrying)\n", s.describeError(err).Message)
+			fmt.Fprintf(s.stderr, "droverctl: %s (retrying)\n", output.Printable(s.describeError(err).Message))
 		case progress.Summary() != lastSummary || s.now().Sub(lastPrinted) >= progressRepeat:
 			if err := s.printProgress(progress); err != nil {
 				return err

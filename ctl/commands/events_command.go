@@ -87,7 +87,7 @@ func (f *eventFollower) run(ctx context.Context) error {
 			delay = minReconnectDelay
 		}
 		fmt.Fprintf(f.s.stderr, "droverctl: event stream ended (%s); resubscribing%s in %s\n",
-			streamEndReason(err), f.cursorText(), delay)
+			output.Printable(streamEndReason(err)), f.cursorText(), delay)
 		select {
 		case <-ctx.Done():
 			return nil

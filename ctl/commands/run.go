@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/models"
+	"drover.dev/ctl/output"
 )
 
 // Exit statuses.
@@ -127,7 +128,7 @@ func report(ctx context.Context, stderr io.Writer, cmdName string, describe func
 		return ExitInterrupted
 	}
 	e := describe(err)
-	fmt.Fprintf(stderr, "droverctl: %s: %s\n", e.Type, e.Message)
+	fmt.Fprintf(stderr, "droverctl: %s: %s\n", output.Printable(string(e.Type)), output.Printable(e.Message))
 	return ExitFailure
 }
 

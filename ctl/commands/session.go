@@ -94,8 +94,7 @@ func (s *session) confirm(format string, args ...any) error {
 	if s.json() {
 		return nil
 	}
-	_, err := fmt.Fprintf(s.stdout, format+"\n", args...)
-	return err
+	return s.println(format, args...)
 }
 
 // report prints a change's outcome: text for people, or view as a JSON line.
@@ -103,7 +102,12 @@ func (s *session) report(view any, format string, args ...any) error {
 	if s.json() {
 		return s.jsonLine(view)
 	}
-	_, err := fmt.Fprintf(s.stdout, format+"\n", args...)
+	return s.println(format, args...)
+}
+
+// println writes one formatted line to stdout, its control characters escaped.
+func (s *session) println(format string, args ...any) error {
+	_, err := fmt.Fprintln(s.stdout, output.Printable(fmt.Sprintf(format, args...)))
 	return err
 }
 

@@ -70,7 +70,7 @@ func NewEvacuationProgress(cellID string, elapsed time.Duration, lrps []*modelsv
 
 // String is the line people see: "[4s] cell-1: 3 instances: 2 RUNNING (EVACUATING), 1 CLAIMED".
 func (p EvacuationProgress) String() string {
-	prefix := fmt.Sprintf("[%s] cell %s: ", ShortDuration(time.Duration(p.ElapsedSeconds)*time.Second), p.CellID)
+	prefix := fmt.Sprintf("[%s] cell %s: ", ShortDuration(time.Duration(p.ElapsedSeconds)*time.Second), Printable(p.CellID))
 	if p.Done {
 		return prefix + "gone, evacuation done"
 	}

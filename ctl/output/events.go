@@ -11,7 +11,7 @@ import (
 // EventLine is one human-readable line for an event:
 // "SEQUENCE  TIME  TYPE  SUMMARY", with fixed-width leading columns so a stream lines up.
 func EventLine(e *modelsv1.Event) string {
-	line := fmt.Sprintf("%-8d  %-20s  %-27s  %s", e.GetSequence(), Timestamp(e.GetCreatedAt()), models.EventType(e), EventSummary(e))
+	line := fmt.Sprintf("%-8d  %-20s  %-27s  %s", e.GetSequence(), Timestamp(e.GetCreatedAt()), models.EventType(e), Printable(EventSummary(e)))
 	return strings.TrimRight(line, " ")
 }
 

@@ -11,7 +11,8 @@ import (
 const LogTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatLogLine renders "TIME [SOURCE/INDEX] text" for an instance's line and
-// "TIME [SOURCE] text" for a task's (no process guid).
+// "TIME [SOURCE] text" for a task's (no process guid). The text keeps its tabs and
+// line breaks; other control characters are escaped (PrintableLog).
 func FormatLogLine(l *repv1.LogLine) string {
 	source := l.GetSource()
 	if source == "" {
@@ -20,7 +21,7 @@ func FormatLogLine(l *repv1.LogLine) string {
 	if l.GetProcessGuid() != "" {
 		source += "/" + strconv.Itoa(int(l.GetIndex()))
 	}
-	return time.Unix(0, l.GetTimestamp()).UTC().Format(LogTimeLayout) + " [" + source + "] " + l.GetText()
+	return time.Unix(0, l.GetTimestamp()).UTC().Format(LogTimeLayout) + " [" + Printable(source) + "] " + PrintableLog(l.GetText())
 }
 
 // LogLineJSON is the JSON line of one log line.

@@ -29,7 +29,7 @@ func RouteEmitterHeader(r *routeemitterv1.ListRoutesResponse, now time.Time) str
 		nats = "connected"
 	}
 	return fmt.Sprintf("mode: %s  active: %s  last sync: %s  last event: %d  register interval: %s  nats: %s",
-		orNone(mode), YesNo(r.GetActive()), TimestampWithAge(r.GetLastSyncAt(), now), r.GetLastEventSequence(), interval, nats)
+		Printable(orNone(mode)), YesNo(r.GetActive()), TimestampWithAge(r.GetLastSyncAt(), now), r.GetLastEventSequence(), interval, nats)
 }
 
 // RouteTable lists the routes: hostname, process guid, container port and endpoints.

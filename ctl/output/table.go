@@ -51,9 +51,10 @@ func writeRow(w io.Writer, cells []string) {
 	_, _ = io.WriteString(w, strings.Join(clean, "\t")+"\n")
 }
 
-// cell makes a value safe for one table cell: no tabs or line breaks, never blank.
+// cell makes a value safe for one table cell: no tabs or line breaks, no other control
+// characters (Printable), never blank.
 func cell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = Printable(strings.Join(strings.Fields(s), " "))
 	if s == "" {
 		return Empty
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"drover.dev/ctl/output"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -215,8 +216,18 @@ type progress struct {
 	w  io.Writer
 }
 
+// printf writes one formatted line, its control characters escaped (output.Printable).
 func (p *progress) printf(format string, args ...any) {
+	p.write(output.Printable(fmt.Sprintf(format, args...)))
+}
+
+// logLine writes one line an app or buildpack logged, with output.PrintableLog.
+func (p *progress) logLine(prefix, text string) {
+	p.write(output.Printable(prefix) + output.PrintableLog(text))
+}
+
+func (p *progress) write(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, format+"\n", args...)
+	fmt.Fprintln(p.w, line)
 }

@@ -163,7 +163,7 @@ func (l *logFollower) emit(lines []*repv1.LogLine) {
 		if source == "" {
 			source = l.source
 		}
-		l.out.printf("   [%s/%d] %s", source, line.GetIndex(), line.GetText())
+		l.out.logLine(fmt.Sprintf("   [%s/%d] ", source, line.GetIndex()), line.GetText())
 		if line.GetStream() == "stderr" && strings.TrimSpace(line.GetText()) != "" {
 			l.mu.Lock()
 			l.stderr = strings.TrimSpace(line.GetText())

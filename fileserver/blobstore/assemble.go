@@ -166,7 +166,7 @@ func (s *Store) storePackage(list []resources.Resource) (Info, error) {
 		return Info{}, fmt.Errorf("assembling package: %w", err)
 	}
 	key := PackageKeyPrefix + sp.sha256 + ".zip"
-	if err := sp.commit(s.blobPath(key)); err != nil {
+	if err := s.commitBlob(sp, key); err != nil {
 		return Info{}, fmt.Errorf("storing package: %w", err)
 	}
 	return Info{Key: key, SHA256: sp.sha256, Size: sp.size}, nil

@@ -83,10 +83,10 @@ type Info struct {
 
 // Put stores r under key, replacing any blob there atomically. The content is written
 // to a temporary file, checked against want, synced and renamed into place: on any
-// error (bad key, read error such as a cut-off body, over limit, mismatch) nothing is
-// stored and no temporary file remains.
+// error (bad key, a *ConflictError, read error such as a cut-off body, over limit,
+// mismatch) nothing is stored and no temporary file remains.
 func (s *Store) Put(key string, r io.Reader, want Expected, limit int64) (Info, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := s.CheckKey(key); err != nil {
 		return Info{}, err
 	}
 	sp, err := spool(s.tmp, r, limit)
@@ -97,10 +97,25 @@ func (s *Store) Put(key string, r io.Reader, want Expected, limit int64) (Info, 
 		sp.discard()
 		return Info{}, err
 	}
-	if err := sp.commit(s.blobPath(key)); err != nil {
-		return Info{}, fmt.Errorf("storing blob %s: %w", key, err)
+	if err := s.commitBlob(sp, key); err != nil {
+		return Info{}, err
 	}
 	return Info{Key: key, SHA256: sp.sha256, Size: sp.size}, nil
+}
+
+// commitBlob renames sp into place as blob key. A conflict that arose while the
+// content was spooled (another upload made a parent segment a blob, or key a
+// directory) is a *ConflictError.
+func (s *Store) commitBlob(sp *spooled, key string) error {
+	err := sp.commit(s.blobPath(key))
+	if err == nil {
+		return nil
+	}
+	var conflict *ConflictError
+	if errors.As(s.CheckKey(key), &conflict) {
+		return conflict
+	}
+	return fmt.Errorf("storing blob %s: %w", key, err)
 }
 
 // check compares the received digests with the expected ones.

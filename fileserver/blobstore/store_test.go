@@ -150,3 +150,75 @@ func TestOpenClearsLeftoverTempFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, files(t, filepath.Join(root, "tmp")))
 }
+
+// unread fails the test when read: a refused key must not consume the body.
+type unread struct{ t *testing.T }
+
+func (u unread) Read([]byte) (int, error) {
+	u.t.Error("body read")
+	return 0, io.EOF
+}
+
+// TestPutConflicts: a key under a blob, or at a directory of blobs, is a
+// *ConflictError before the body is read, and stores nothing.
+func TestPutConflicts(t *testing.T) {
+	s, root := newStore(t)
+	_, err := s.Put("packages/x.zip", strings.NewReader("zip"), Expected{}, 100)
+	require.NoError(t, err)
+
+	tests := []struct {
+		key, blob, want string
+	}{
+		{"packages/x.zip/y", "packages/x.zip", "blob key packages/x.zip/y: packages/x.zip is a blob, so it cannot hold other blobs"},
+		{"packages/x.zip/y/z", "packages/x.zip", "blob key packages/x.zip/y/z: packages/x.zip is a blob, so it cannot hold other blobs"},
+		{"packages", "", "blob key packages: is a directory of other blobs (packages/...)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			var conflict *ConflictError
+			require.ErrorAs(t, s.CheckKey(tt.key), &conflict)
+			_, err := s.Put(tt.key, unread{t}, Expected{}, 100)
+			require.ErrorAs(t, err, &conflict)
+			require.Equal(t, ConflictError{Key: tt.key, Blob: tt.blob}, *conflict)
+			require.EqualError(t, err, tt.want)
+			require.Equal(t, []string{"blobs/packages/x.zip"}, files(t, root))
+		})
+	}
+	require.NoError(t, s.CheckKey("packages/y.zip"))
+	require.NoError(t, s.CheckKey("other/x.zip/y"))
+	require.ErrorContains(t, s.CheckKey("a/../b"), `".." segment`)
+}
+
+// conflictingReader makes a conflicting blob when first read, as a concurrent upload
+// finishing first would.
+type conflictingReader struct {
+	t    *testing.T
+	s    *Store
+	key  string
+	done bool
+}
+
+func (c *conflictingReader) Read(p []byte) (int, error) {
+	if c.done {
+		return 0, io.EOF
+	}
+	c.done = true
+	_, err := c.s.Put(c.key, strings.NewReader("first"), Expected{}, 100)
+	require.NoError(c.t, err)
+	return copy(p, "second"), nil
+}
+
+// TestPutConflictWhileSpooling: a conflict that appears while the body is spooled is a
+// *ConflictError too (not an internal error), and leaves no temporary file.
+func TestPutConflictWhileSpooling(t *testing.T) {
+	s, root := newStore(t)
+	var conflict *ConflictError
+	_, err := s.Put("a/b", &conflictingReader{t: t, s: s, key: "a"}, Expected{}, 100)
+	require.ErrorAs(t, err, &conflict)
+	require.Equal(t, ConflictError{Key: "a/b", Blob: "a"}, *conflict)
+
+	_, err = s.Put("c", &conflictingReader{t: t, s: s, key: "c/d"}, Expected{}, 100)
+	require.ErrorAs(t, err, &conflict)
+	require.Equal(t, ConflictError{Key: "c"}, *conflict)
+	require.ElementsMatch(t, []string{"blobs/a", "blobs/c/d"}, files(t, root))
+}

@@ -12,6 +12,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,18 +48,75 @@ func New(baseURL string, signingKey []byte, hc *http.Client) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), key: signingKey, hc: hc}
 }
 
-// MatchResources returns the entries of rs whose content the server already has.
+// MatchBatchSize is the most entries one resource_match request carries, well under
+// the server's max_match_resources (by default 5000, Cloud Controller's cap).
+const MatchBatchSize = 1000
+
+// matchAttempts bounds the tries of a batch the server is too busy for (503).
+const matchAttempts = 5
+
+// maxRetryAfter caps the wait a busy server asks for.
+const maxRetryAfter = 10 * time.Second
+
+// content identifies a file's content: what resource matching compares.
+type content struct {
+	sha1 string
+	size int64
+}
+
+// MatchResources returns the entries of rs whose content the server already has. It
+// asks about each distinct sha1 and size once, without paths, in requests of at most
+// MatchBatchSize entries, and retries a request the server was too busy for (503)
+// after its Retry-After, a few times.
 func (c *Client) MatchResources(ctx context.Context, rs []Resource) ([]Resource, error) {
-	if rs == nil {
-		rs = []Resource{}
+	seen := map[content]bool{}
+	unique := []Resource{}
+	for _, r := range rs {
+		if k := (content{r.SHA1, r.Size}); !seen[k] {
+			seen[k] = true
+			unique = append(unique, Resource{SHA1: r.SHA1, Size: r.Size})
+		}
 	}
-	body, err := json.Marshal(rs)
+	known := map[content]bool{}
+	for start := 0; start < len(unique); start += MatchBatchSize {
+		got, err := c.matchBatch(ctx, unique[start:min(start+MatchBatchSize, len(unique))])
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range got {
+			known[content{r.SHA1, r.Size}] = true
+		}
+	}
+	out := []Resource{}
+	for _, r := range rs {
+		if known[content{r.SHA1, r.Size}] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// matchBatch sends one resource_match request, again while the server is busy.
+func (c *Client) matchBatch(ctx context.Context, batch []Resource) ([]Resource, error) {
+	body, err := json.Marshal(batch)
 	if err != nil {
 		return nil, err
 	}
-	var known []Resource
-	err = c.do(ctx, http.MethodPost, c.base+"/v1/resource_match", "application/json", bytes.NewReader(body), http.StatusOK, &known)
-	return known, err
+	for attempt := 1; ; attempt++ {
+		var known []Resource
+		err := c.do(ctx, http.MethodPost, c.base+"/v1/resource_match", "application/json", bytes.NewReader(body), http.StatusOK, &known)
+		var status *statusError
+		if !errors.As(err, &status) || status.code != http.StatusServiceUnavailable || attempt == matchAttempts {
+			return known, err
+		}
+		timer := time.NewTimer(status.retryAfter)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
 }
 
 // UploadPackage uploads the list of all files of dir and a zip of the missing ones; the
@@ -144,6 +202,25 @@ func (c *Client) BlobSHA256(ctx context.Context, key string) (string, error) {
 	return etag, nil
 }
 
+// statusError is an answer with an unexpected status.
+type statusError struct {
+	msg        string
+	code       int
+	retryAfter time.Duration
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// retryAfter reads a Retry-After in seconds: 1s when absent or not a number, at most
+// maxRetryAfter.
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return time.Second
+	}
+	return min(time.Duration(n)*time.Second, maxRetryAfter)
+}
+
 // do sends a request and decodes the JSON answer into out; another status than want is
 // an error carrying the server's message.
 func (c *Client) do(ctx context.Context, method, url, contentType string, body io.Reader, want int, out any) error {
@@ -159,7 +236,11 @@ func (c *Client) do(ctx context.Context, method, url, contentType string, body i
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("fileserver: %s %s: %s: %s", method, req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+		return &statusError{
+			msg:        fmt.Sprintf("fileserver: %s %s: %s: %s", method, req.URL.Path, resp.Status, strings.TrimSpace(string(msg))),
+			code:       resp.StatusCode,
+			retryAfter: retryAfter(resp.Header.Get("Retry-After")),
+		}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("fileserver: %s %s: decoding answer: %w", method, req.URL.Path, err)

@@ -6,12 +6,16 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +33,12 @@ var key = []byte("client-test-signing-key-0123")
 // serve runs the real server handler and returns a client of it.
 func serve(t *testing.T) (*client.Client, string) {
 	t.Helper()
+	return serveThrough(t, func(h http.Handler) http.Handler { return h })
+}
+
+// serveThrough is serve with the server's handler wrapped by wrap.
+func serveThrough(t *testing.T, wrap func(http.Handler) http.Handler) (*client.Client, string) {
+	t.Helper()
 	staticDir := t.TempDir()
 	write(t, staticDir, "busybox/builder.tgz", "bundle", 0o644)
 	store, err := blobstore.Open(t.TempDir())
@@ -36,10 +46,11 @@ func serve(t *testing.T) (*client.Client, string) {
 	m, err := server.NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	s, err := server.New(server.Options{StaticDir: staticDir, Store: store, SigningKey: key, Metrics: m,
-		Limits: blobstore.PackageLimits{MaxBytes: 1 << 20, MaxFiles: 100}, MaxBlobBytes: 1 << 20})
+		Limits: blobstore.PackageLimits{MaxBytes: 1 << 20, MaxFiles: 100}, MaxBlobBytes: 1 << 20, MaxPackageListBytes: 1 << 20,
+		Match: server.MatchLimits{MaxBytes: 1 << 20, MaxResources: client.MatchBatchSize, MaxConcurrent: 2}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	ts := httptest.NewServer(s)
+	ts := httptest.NewServer(wrap(s))
 	t.Cleanup(ts.Close)
 	return client.New(ts.URL+"/", key, nil), ts.URL
 }
@@ -188,4 +199,78 @@ func TestURLs(t *testing.T) {
 	assert.ErrorContains(t, err, "403 Forbidden: invalid signature")
 	_, err = c.MatchResources(ctx, []client.Resource{{SHA1: "bad"}})
 	assert.ErrorContains(t, err, "400 Bad Request: entry 0: sha1")
+}
+
+// TestMatchResourcesInBatches: the client asks about each distinct content once,
+// without paths, in requests the server accepts, retries a request refused as busy,
+// and returns every listed file whose content the server has.
+func TestMatchResourcesInBatches(t *testing.T) {
+	var mu sync.Mutex
+	var batches []int
+	busy := 2
+	c, _ := serveThrough(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/resource_match" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			data, err := io.ReadAll(r.Body)
+			assert.NoError(t, err)
+			assert.NotContains(t, string(data), `"fn"`)
+			var list []map[string]any
+			assert.NoError(t, json.Unmarshal(data, &list))
+			mu.Lock()
+			refuse := busy > 0
+			if refuse {
+				busy--
+			} else {
+				batches = append(batches, len(list))
+			}
+			mu.Unlock()
+			if refuse {
+				w.Header().Set("Retry-After", "0")
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := context.Background()
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "known", 0o644)
+	known, err := client.ScanDir(dir)
+	require.NoError(t, err)
+	_, err = c.UploadPackage(ctx, dir, known, known)
+	require.NoError(t, err)
+
+	var all []client.Resource
+	for i := range 2*client.MatchBatchSize + 10 {
+		sum := sha1.Sum([]byte(strconv.Itoa(i)))
+		all = append(all, client.Resource{Path: "f" + strconv.Itoa(i), SHA1: hex.EncodeToString(sum[:]), Size: 1})
+	}
+	all = append(all, client.Resource{Path: "copy/a.txt", SHA1: known[0].SHA1, Size: known[0].Size}, known[0])
+	got, err := c.MatchResources(ctx, all)
+	require.NoError(t, err)
+	assert.Equal(t, []client.Resource{all[len(all)-2], all[len(all)-1]}, got, "both files with the known content, paths kept")
+	assert.Equal(t, []int{client.MatchBatchSize, client.MatchBatchSize, 11}, batches, "2011 distinct contents")
+
+	got, err = c.MatchResources(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+// TestMatchResourcesGivesUpWhenBusy: a server that stays busy is an error after a few
+// tries.
+func TestMatchResourcesGivesUpWhenBusy(t *testing.T) {
+	var tries atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tries.Add(1)
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "resource_match: 8 matches in progress", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(ts.Close)
+	_, err := client.New(ts.URL, key, nil).MatchResources(context.Background(), []client.Resource{{SHA1: strings.Repeat("a", 40)}})
+	require.ErrorContains(t, err, "503 Service Unavailable: resource_match: 8 matches in progress")
+	assert.Equal(t, int32(5), tries.Load())
 }

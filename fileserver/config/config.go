@@ -10,14 +10,20 @@ import (
 	"drover.dev/lib/logging"
 )
 
-// Defaults (reference/routing.md §4 and issue 6).
+// Defaults (reference/routing.md §4, issues 6 and 12). The server listens on loopback
+// unless configured otherwise.
 const (
-	DefaultServerAddress   = "0.0.0.0:8080"
-	DefaultDebugAddress    = "127.0.0.1:17005"
-	DefaultLogLevel        = "info"
-	DefaultMaxPackageBytes = int64(1) << 30
-	DefaultMaxPackageFiles = 100000
-	DefaultMaxBlobBytes    = int64(4) << 30
+	DefaultServerAddress       = "127.0.0.1:8080"
+	DefaultDebugAddress        = "127.0.0.1:17005"
+	DefaultLogLevel            = "info"
+	DefaultMaxPackageBytes     = int64(1) << 30
+	DefaultMaxPackageFiles     = 100000
+	DefaultMaxPackageListBytes = int64(32) << 20
+	DefaultMaxBlobBytes        = int64(4) << 30
+	// DefaultMaxMatchResources is Cloud Controller's cap on one resource match.
+	DefaultMaxMatchResources    = 5000
+	DefaultMaxMatchBytes        = int64(4) << 20
+	DefaultMaxConcurrentMatches = 8
 )
 
 // Config is the fileserver's configuration file.
@@ -30,24 +36,39 @@ type Config struct {
 	// SigningKeyFile holds the HMAC key of signed upload URLs (file bytes, trimmed).
 	SigningKeyFile string `json:"signing_key_file"`
 	DebugAddress   string `json:"debug_address"`
-	LogLevel       string `json:"log_level"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
+	LogLevel          string `json:"log_level"`
 	// MaxPackageBytes caps a package: the sum of its files and any one zip entry.
 	MaxPackageBytes int64 `json:"max_package_bytes"`
 	// MaxPackageFiles caps the files listed in (and uploaded with) a package.
 	MaxPackageFiles int `json:"max_package_files"`
+	// MaxPackageListBytes caps the "resources" field (the file list) of a package upload.
+	MaxPackageListBytes int64 `json:"max_package_list_bytes"`
 	// MaxBlobBytes caps one blob upload (a droplet, say).
 	MaxBlobBytes int64 `json:"max_blob_bytes"`
+	// MaxMatchBytes caps a resource_match body, which needs no signature.
+	MaxMatchBytes int64 `json:"max_match_bytes"`
+	// MaxMatchResources caps the entries of one resource_match.
+	MaxMatchResources int `json:"max_match_resources"`
+	// MaxConcurrentMatches caps the resource matches in progress (503 above).
+	MaxConcurrentMatches int `json:"max_concurrent_matches"`
 }
 
 // Default returns a configuration with every default filled in.
 func Default() Config {
 	return Config{
-		ServerAddress:   DefaultServerAddress,
-		DebugAddress:    DefaultDebugAddress,
-		LogLevel:        DefaultLogLevel,
-		MaxPackageBytes: DefaultMaxPackageBytes,
-		MaxPackageFiles: DefaultMaxPackageFiles,
-		MaxBlobBytes:    DefaultMaxBlobBytes,
+		ServerAddress:        DefaultServerAddress,
+		DebugAddress:         DefaultDebugAddress,
+		LogLevel:             DefaultLogLevel,
+		MaxPackageBytes:      DefaultMaxPackageBytes,
+		MaxPackageFiles:      DefaultMaxPackageFiles,
+		MaxBlobBytes:         DefaultMaxBlobBytes,
+		MaxPackageListBytes:  DefaultMaxPackageListBytes,
+		MaxMatchBytes:        DefaultMaxMatchBytes,
+		MaxMatchResources:    DefaultMaxMatchResources,
+		MaxConcurrentMatches: DefaultMaxConcurrentMatches,
 	}
 }
 
@@ -63,7 +84,8 @@ func (c *Config) Validate() error {
 		return errors.New("nil config")
 	}
 	var errs []error
-	errs = append(errs, libconfig.Addresses([][2]string{{"server_address", c.ServerAddress}, {"debug_address", c.DebugAddress}})...)
+	errs = append(errs, libconfig.Addresses([][2]string{{"server_address", c.ServerAddress}})...)
+	errs = append(errs, libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	for _, d := range []struct{ field, dir string }{
 		{"static_directory", c.StaticDirectory}, {"blob_directory", c.BlobDirectory},
 	} {
@@ -76,14 +98,16 @@ func (c *Config) Validate() error {
 	} else if _, err := c.SigningKey(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.MaxPackageBytes <= 0 {
-		errs = append(errs, libconfig.Invalid("max_package_bytes", "must be positive, got %d", c.MaxPackageBytes))
-	}
-	if c.MaxPackageFiles <= 0 {
-		errs = append(errs, libconfig.Invalid("max_package_files", "must be positive, got %d", c.MaxPackageFiles))
-	}
-	if c.MaxBlobBytes <= 0 {
-		errs = append(errs, libconfig.Invalid("max_blob_bytes", "must be positive, got %d", c.MaxBlobBytes))
+	for _, f := range []struct {
+		field string
+		value int64
+	}{
+		{"max_package_bytes", c.MaxPackageBytes}, {"max_package_files", int64(c.MaxPackageFiles)}, {"max_package_list_bytes", c.MaxPackageListBytes}, {"max_blob_bytes", c.MaxBlobBytes}, {"max_match_bytes", c.MaxMatchBytes},
+		{"max_match_resources", int64(c.MaxMatchResources)}, {"max_concurrent_matches", int64(c.MaxConcurrentMatches)},
+	} {
+		if f.value <= 0 {
+			errs = append(errs, libconfig.Invalid(f.field, "must be positive, got %d", f.value))
+		}
 	}
 	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, libconfig.Invalid("log_level", "%v", err))

@@ -3,8 +3,11 @@
 package resources
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strconv"
 	"strings"
@@ -28,11 +31,18 @@ const DefaultMode = "0644"
 // MaxPathBytes bounds one fn.
 const MaxPathBytes = 4096
 
-// DecodeMatch decodes a resource_match body: a JSON array whose entries each need a
-// valid sha1 and a non-negative size (fn and mode are ignored). Errors name the entry
-// index and field.
-func DecodeMatch(data []byte) ([]Resource, error) {
-	list, err := decode(data)
+// TooManyError: a list has more entries than its limit (decoding stops there).
+type TooManyError struct{ Limit int }
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("resources: more than %d entries", e.Limit)
+}
+
+// DecodeMatch decodes a resource_match body: a JSON array of at most maxEntries
+// entries (more is a *TooManyError), each with a valid sha1 and a non-negative size (fn
+// and mode are ignored). Errors name the entry index and field.
+func DecodeMatch(data []byte, maxEntries int) ([]Resource, error) {
+	list, err := decode(data, maxEntries)
 	if err != nil {
 		return nil, err
 	}
@@ -46,14 +56,12 @@ func DecodeMatch(data []byte) ([]Resource, error) {
 
 // DecodePackage decodes the "resources" field of a package upload: every entry needs a
 // clean relative fn (no "..", not absolute, not repeated), a sha1, a size and an octal
-// mode (defaulted to 0644); at most maxFiles entries whose sizes sum to at most maxBytes.
+// mode (defaulted to 0644); at most maxFiles entries (more is a *TooManyError) whose
+// sizes sum to at most maxBytes.
 func DecodePackage(data []byte, maxFiles int, maxBytes int64) ([]Resource, error) {
-	list, err := decode(data)
+	list, err := decode(data, maxFiles)
 	if err != nil {
 		return nil, err
-	}
-	if len(list) > maxFiles {
-		return nil, fmt.Errorf("resources: %d files exceed the limit of %d", len(list), maxFiles)
 	}
 	seen := make(map[string]bool, len(list))
 	var total int64
@@ -129,16 +137,41 @@ func IsSHA1(s string) bool {
 	return true
 }
 
-// decode parses a JSON array of resources (unknown fields are ignored).
-func decode(data []byte) ([]Resource, error) {
-	var list []Resource
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("resources: want a JSON array of {\"fn\",\"sha1\",\"size\",\"mode\"}: %w", err)
-	}
-	if list == nil {
+// decode parses a JSON array of at most max resources (unknown fields are ignored),
+// one entry at a time: it stops at the first entry over max.
+func decode(data []byte, max int) ([]Resource, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return nil, notAnArray(err)
+	case tok == nil:
 		return nil, fmt.Errorf("resources: want a JSON array, got null")
+	case tok != json.Delim('['):
+		return nil, notAnArray(fmt.Errorf("got %v", tok))
+	}
+	list := []Resource{}
+	for dec.More() {
+		if len(list) == max {
+			return nil, &TooManyError{Limit: max}
+		}
+		var r Resource
+		if err := dec.Decode(&r); err != nil {
+			return nil, notAnArray(err)
+		}
+		list = append(list, r)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, notAnArray(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notAnArray(errors.New("data after the array"))
 	}
 	return list, nil
+}
+
+func notAnArray(err error) error {
+	return fmt.Errorf("resources: want a JSON array of {\"fn\",\"sha1\",\"size\",\"mode\"}: %w", err)
 }
 
 // checkContent checks the sha1 and size of one entry.

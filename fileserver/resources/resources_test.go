@@ -23,10 +23,15 @@ func TestDecodeMatch(t *testing.T) {
 		{"upper sha1", `[{"sha1":"` + strings.ToUpper(sha) + `","size":1}]`, "entry 0: sha1:"},
 		{"negative size", `[{"sha1":"` + sha + `","size":-1}]`, "entry 0: size: must not be negative, got -1"},
 		{"size a string", `[{"sha1":"` + sha + `","size":"1"}]`, "resources: want a JSON array"},
+		{"entry not an object", `["` + sha + `"]`, "resources: want a JSON array"},
+		{"trailing data", `[] []`, "resources: want a JSON array of {\"fn\",\"sha1\",\"size\",\"mode\"}: data after the array"},
+		{"trailing garbage", `[] x`, "resources: want a JSON array"},
+		{"at the limit", `[{"sha1":"` + sha + `","size":1},{"sha1":"` + sha + `","size":2},{"sha1":"` + sha + `","size":3}]`, ""},
+		{"over the limit", `[{"sha1":"` + sha + `","size":1},{"sha1":"` + sha + `","size":2},{"sha1":"` + sha + `","size":3},{"sha1":"bad"}]`, "resources: more than 3 entries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeMatch([]byte(tt.body))
+			_, err := DecodeMatch([]byte(tt.body), 3)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return
@@ -34,6 +39,18 @@ func TestDecodeMatch(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// TestDecodeStopsAtTheLimit: the entry after the limit is a *TooManyError however the
+// rest of the body looks (decoding does not go on to it).
+func TestDecodeStopsAtTheLimit(t *testing.T) {
+	body := `[{"sha1":"` + sha + `","size":1},{"sha1":"` + sha + `","size":1}, this is not JSON`
+	_, err := DecodeMatch([]byte(body), 1)
+	var tooMany *TooManyError
+	require.ErrorAs(t, err, &tooMany)
+	require.Equal(t, 1, tooMany.Limit)
+	_, err = DecodePackage([]byte(`[{"fn":"a","sha1":"`+sha+`","size":1},{`), 1, 100)
+	require.ErrorAs(t, err, &tooMany)
 }
 
 func TestDecodePackage(t *testing.T) {
@@ -56,7 +73,7 @@ func TestDecodePackage(t *testing.T) {
 		{"backslash", `[{"fn":"a\\b","sha1":"` + sha + `","size":1}]`, "backslash"},
 		{"bad mode", "[" + entry("a", 1, "rwx") + "]", `entry 0 (fn "a"): mode: want an octal permission`},
 		{"mode too big", "[" + entry("a", 1, "7777") + "]", "mode: want an octal permission"},
-		{"too many files", "[" + entry("a", 1, "") + "," + entry("b", 1, "") + "," + entry("c", 1, "") + "]", "3 files exceed the limit of 2"},
+		{"too many files", "[" + entry("a", 1, "") + "," + entry("b", 1, "") + "," + entry("c", 1, "") + "]", "resources: more than 2 entries"},
 		{"too many bytes", "[" + entry("a", 60, "") + "," + entry("b", 50, "") + "]", "more than the limit of 100 bytes"},
 	}
 	for _, tt := range tests {
@@ -95,6 +112,8 @@ func FuzzDecodePackage(f *testing.F) {
 			_, err := ParseMode(r.Mode)
 			require.NoError(t, err)
 		}
-		_, _ = DecodeMatch(data)
+		if list, err := DecodeMatch(data, 5); err == nil {
+			require.LessOrEqual(t, len(list), 5)
+		}
 	})
 }

@@ -3,11 +3,11 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
 	"drover.dev/fileserver/blobstore"
-	"drover.dev/fileserver/resources"
 	"drover.dev/fileserver/signedurl"
 )
 
@@ -48,8 +48,12 @@ func (s *Server) uploadBlob(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusBadRequest, "bad-checksum-header", err.Error())
 		return
 	}
+	if err := s.opts.Store.CheckKey(key); err != nil {
+		s.uploadFailed(w, r, nil, err)
+		return
+	}
 	if r.ContentLength > s.opts.MaxBlobBytes {
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, "too-large", "blob larger than max_blob_bytes")
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, "too-large", fmt.Sprintf("blob larger than max_blob_bytes (%d bytes)", s.opts.MaxBlobBytes))
 		return
 	}
 	body := &trackingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxBlobBytes)}
@@ -109,7 +113,10 @@ func (s *Server) uploadFailed(w http.ResponseWriter, r *http.Request, readErr, e
 	var tooLarge *http.MaxBytesError
 	var missing *blobstore.MissingResourceError
 	var bad *blobstore.BadUploadError
+	var conflict *blobstore.ConflictError
 	switch {
+	case errors.As(err, &conflict):
+		s.refuse(w, r, http.StatusConflict, "key-conflict", conflict.Error())
 	case errors.As(err, &checksum):
 		s.refuse(w, r, http.StatusBadRequest, "checksum-mismatch", checksum.Error())
 	case errors.As(readErr, &tooLarge) || errors.Is(err, blobstore.ErrTooLarge):
@@ -139,21 +146,6 @@ func (t *trackingReader) Read(p []byte) (int, error) {
 		t.err = err
 	}
 	return n, err
-}
-
-// matchResources answers the subset of the posted resources the pool holds.
-func (s *Server) matchResources(w http.ResponseWriter, r *http.Request) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxListBytes))
-	if err != nil {
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, "too-large", "resource list: "+err.Error())
-		return
-	}
-	list, err := resources.DecodeMatch(data)
-	if err != nil {
-		s.refuse(w, r, http.StatusBadRequest, "bad-resource", err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, s.opts.Store.Match(list))
 }
 
 // writeJSON answers v as JSON with status.

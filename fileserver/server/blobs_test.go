@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bufio"
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -138,4 +140,44 @@ func TestInterruptedUploadLeavesNothing(t *testing.T) {
 	assert.Empty(t, f.storedFiles(t), "no blob and no temporary file")
 	code, _, _ := do(t, "GET", f.url+"/v1/blobs/droplets/cut.tgz", nil, nil)
 	assert.Equal(t, http.StatusNotFound, code)
+}
+
+// TestBlobKeyConflicts: a key under a blob, or at a directory of blobs, is a 409
+// answered before the body is read: the client here announces a body of
+// max_blob_bytes that it never sends (net/http would read a small unread body before
+// answering).
+func TestBlobKeyConflicts(t *testing.T) {
+	f := newFixture(t)
+	code, body, _ := do(t, "PUT", f.signed("/v1/blobs/packages/x.zip", time.Minute), []byte("zip"), nil)
+	require.Equal(t, http.StatusCreated, code, body)
+
+	tests := []struct{ key, want string }{
+		{"packages/x.zip/y", "blob key packages/x.zip/y: packages/x.zip is a blob, so it cannot hold other blobs"},
+		{"packages/x.zip/y/z", "blob key packages/x.zip/y/z: packages/x.zip is a blob, so it cannot hold other blobs"},
+		{"packages", "blob key packages: is a directory of other blobs (packages/...)"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			u, err := url.Parse(f.signed("/v1/blobs/"+tt.key, time.Minute))
+			require.NoError(t, err)
+			conn, err := net.Dial("tcp", u.Host)
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(waitTimeout)))
+			_, err = fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", u.RequestURI(), u.Host, f.opts.MaxBlobBytes)
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err, "answered without the body")
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusConflict, resp.StatusCode)
+			assert.Equal(t, tt.want+"\n", string(data))
+			assert.Equal(t, float64(i+1), testutil.ToFloat64(f.metrics.Refusals.WithLabelValues("key-conflict")))
+		})
+	}
+	code, body, _ = do(t, "GET", f.url+"/v1/blobs/packages/x.zip", nil, nil)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "zip", body)
+	assert.Len(t, f.storedFiles(t), 1, "nothing else stored, no temporary file")
 }

@@ -33,17 +33,29 @@ type fixture struct {
 	now       time.Time
 }
 
-// newFixture serves a Server with small package limits.
+// testMatchLimits are the fixture's resource matching limits.
+var testMatchLimits = MatchLimits{MaxBytes: 4096, MaxResources: 10, MaxConcurrent: 2}
+
+// newFixture serves a Server with small limits.
 func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	return newFixtureWith(t, func(*Options) {})
+}
+
+// newFixtureWith is newFixture with options changed by tune.
+func newFixtureWith(t *testing.T, tune func(*Options)) *fixture {
 	t.Helper()
 	f := &fixture{staticDir: t.TempDir(), blobDir: t.TempDir(), now: time.Unix(1_700_000_000, 0)}
 	store, err := blobstore.Open(f.blobDir)
 	require.NoError(t, err)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	s, err := New(Options{StaticDir: f.staticDir, Store: store, SigningKey: testKey, Metrics: m,
+	opts := Options{StaticDir: f.staticDir, Store: store, SigningKey: testKey, Metrics: m,
 		Limits: blobstore.PackageLimits{MaxBytes: 1000, MaxFiles: 10}, MaxBlobBytes: 1 << 20,
-		Now: func() time.Time { return f.now }})
+		MaxPackageListBytes: 2048, Match: testMatchLimits,
+		Now: func() time.Time { return f.now }}
+	tune(&opts)
+	s, err := New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	f.Server = s

@@ -14,6 +14,8 @@ type Metrics struct {
 	PackageFiles *prometheus.CounterVec
 	// Refusals counts refused requests by reason.
 	Refusals *prometheus.CounterVec
+	// MatchesInFlight is the number of resource matches in progress.
+	MatchesInFlight prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -31,8 +33,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_fileserver_refusals_total", Help: "Requests refused, by reason.",
 		}, []string{"reason"}),
+		MatchesInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "drover_fileserver_resource_matches_in_flight", Help: "Resource matches in progress (bounded by max_concurrent_matches).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.UploadBytes, m.PackageFiles, m.Refusals} {
+	for _, c := range []prometheus.Collector{m.Requests, m.UploadBytes, m.PackageFiles, m.Refusals, m.MatchesInFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

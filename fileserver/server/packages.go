@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 
+	"drover.dev/fileserver/blobstore"
 	"drover.dev/fileserver/resources"
 	"drover.dev/fileserver/signedurl"
 )
@@ -29,7 +30,7 @@ func (s *Server) uploadPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := s.opts.Limits
-	body := &trackingReader{r: http.MaxBytesReader(w, r.Body, lim.MaxBytes+maxListBytes+int64(lim.MaxFiles)*1024+1<<20)}
+	body := &trackingReader{r: http.MaxBytesReader(w, r.Body, lim.MaxBytes+s.opts.MaxPackageListBytes+int64(lim.MaxFiles)*1024+1<<20)}
 	r.Body = io.NopCloser(body)
 	form, err := s.readPackageForm(r)
 	defer form.close()
@@ -38,7 +39,13 @@ func (s *Server) uploadPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := resources.DecodePackage(form.resources, lim.MaxFiles, lim.MaxBytes)
-	if err != nil {
+	var tooMany *resources.TooManyError
+	switch {
+	case errors.As(err, &tooMany):
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, "too-many-resources",
+			fmt.Sprintf("resources: more than %d files (max_package_files)", lim.MaxFiles))
+		return
+	case err != nil:
 		s.refuse(w, r, http.StatusBadRequest, "bad-resource", err.Error())
 		return
 	}
@@ -86,12 +93,16 @@ func (s *Server) readPart(form *packageForm, part *multipart.Part) error {
 	defer part.Close()
 	switch part.FormName() {
 	case "resources":
-		data, err := io.ReadAll(io.LimitReader(part, maxListBytes+1))
+		if form.resources != nil {
+			return fmt.Errorf("%w: form field \"resources\" given twice", errBadRequest)
+		}
+		limit := s.opts.MaxPackageListBytes
+		data, err := io.ReadAll(io.LimitReader(part, limit+1))
 		if err != nil {
 			return err
 		}
-		if len(data) > maxListBytes {
-			return fmt.Errorf("%w: resources: more than %d bytes", errBadRequest, maxListBytes)
+		if int64(len(data)) > limit {
+			return fmt.Errorf("resources: more than %d bytes (max_package_list_bytes): %w", limit, blobstore.ErrTooLarge)
 		}
 		form.resources = data
 	case "application":

@@ -6,8 +6,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"mime/multipart"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +120,13 @@ func TestResourceMatchRefusesBadInput(t *testing.T) {
 func TestPackageUploadRefusals(t *testing.T) {
 	a, b := entry("a.txt", "aaaa"), entry("b.txt", "bbb")
 	signed := func(f *fixture) string { return f.signed("/v1/packages", time.Minute) }
+	var many, long []map[string]any
+	for i := range 11 {
+		many = append(many, entry(fmt.Sprintf("f%d", i), "x"))
+	}
+	for i := range 6 {
+		long = append(long, entry(fmt.Sprintf("%s%d", strings.Repeat("d", 400), i), "x"))
+	}
 	tests := []struct {
 		name string
 		url  func(f *fixture) string
@@ -134,6 +143,8 @@ func TestPackageUploadRefusals(t *testing.T) {
 			map[string]string{"big2": string(make([]byte, 2000))}, 400, "files sum to more than the limit of 1000 bytes"},
 		{"unlisted zip entry over the byte cap", signed, []map[string]any{a},
 			map[string]string{"a.txt": "aaaa", "huge": string(make([]byte, 1001))}, 413, "zip entry huge: 1001 bytes exceed max_package_bytes 1000"},
+		{"listed files over the count cap", signed, many, map[string]string{"f0": "x"}, 413, "resources: more than 10 files (max_package_files)"},
+		{"resource list over its byte cap", signed, long, map[string]string{}, 413, "resources: more than 2048 bytes (max_package_list_bytes)"},
 		{"too many zip entries", signed, []map[string]any{a},
 			map[string]string{"1": "1", "2": "2", "3": "3", "4": "4", "5": "5", "6": "6", "7": "7", "8": "8", "9": "9", "10": "10", "11": "11"}, 413, "11 zip entries exceed max_package_files 10"},
 		{"signature for another path", func(f *fixture) string {
@@ -150,6 +161,18 @@ func TestPackageUploadRefusals(t *testing.T) {
 			assert.Empty(t, f.storedFiles(t), "nothing stored")
 		})
 	}
+}
+
+func TestPackageUploadRefusesTwoResourceLists(t *testing.T) {
+	f := newFixture(t)
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	require.NoError(t, mw.WriteField("resources", "[]"))
+	require.NoError(t, mw.WriteField("resources", "[]"))
+	require.NoError(t, mw.Close())
+	code, body, _ := do(t, "POST", f.signed("/v1/packages", time.Minute), buf.Bytes(), map[string]string{"Content-Type": mw.FormDataContentType()})
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `form field "resources" given twice`)
 }
 
 func TestPackageUploadRefusesANonMultipartBody(t *testing.T) {

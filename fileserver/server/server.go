@@ -18,9 +18,6 @@ import (
 	"drover.dev/lib/logging"
 )
 
-// maxListBytes bounds a resource list (a resource_match body or a "resources" field).
-const maxListBytes = 64 << 20
-
 // Options configure a Server.
 type Options struct {
 	// StaticDir is served read-only under /v1/static/.
@@ -33,6 +30,10 @@ type Options struct {
 	Limits blobstore.PackageLimits
 	// MaxBlobBytes caps one blob upload.
 	MaxBlobBytes int64
+	// MaxPackageListBytes caps the "resources" field of a package upload.
+	MaxPackageListBytes int64
+	// Match bounds resource matching.
+	Match MatchLimits
 	// Metrics are required.
 	Metrics *Metrics
 	// Logger defaults to discarding.
@@ -44,6 +45,7 @@ type Options struct {
 // Server is the fileserver's http.Handler.
 type Server struct {
 	opts    Options
+	matches chan struct{} // a slot per resource match in progress
 	static  *os.Root
 	etags   *etagCache
 	mux     *http.ServeMux
@@ -57,6 +59,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Store == nil || opts.Metrics == nil {
 		return nil, errors.New("server: Store and Metrics are required")
 	}
+	if opts.MaxPackageListBytes <= 0 {
+		return nil, errors.New("server: MaxPackageListBytes must be positive")
+	}
+	if err := opts.Match.check(); err != nil {
+		return nil, err
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -64,7 +72,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, static: root, etags: newETagCache(), mux: http.NewServeMux(), routes: map[string]string{},
+	s := &Server{opts: opts, matches: make(chan struct{}, opts.Match.MaxConcurrent), static: root, etags: newETagCache(), mux: http.NewServeMux(), routes: map[string]string{},
 		logger: logging.OrDiscard(opts.Logger), metrics: opts.Metrics}
 	s.handle("GET /healthz", "healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	s.handle("GET /v1/static/{path...}", "static", s.serveStatic)

@@ -9,10 +9,14 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"drover.dev/bbs/store/storetest"
 )
 
-// DefaultAdminURL is the private Postgres that scripts/postgres.sh starts.
-const DefaultAdminURL = "postgres://drover@127.0.0.1:54329/drover?sslmode=disable"
+// DefaultAdminURL is the private Postgres that scripts/postgres.sh starts, as its role
+// drover (which may create databases), with where its password is (storetest.ServerURL;
+// DROVER_TEST_DATABASE_URL replaces it).
+func DefaultAdminURL() string { return storetest.ServerURL() }
 
 // Database is a private database created for one run.
 type Database struct {

@@ -17,6 +17,7 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/integration/devstack"
+	"drover.dev/integration/natstest"
 	"drover.dev/integration/router"
 	libconfig "drover.dev/lib/config"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -84,7 +85,7 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 			b.Fatal(err)
 		}
 		os.Remove(stack.RouteEmitter.Config.StateFile)
-		rec := newRegisterRecorder(b, stack.NATS.URL)
+		rec := newRegisterRecorder(b, stack.NATS)
 		start := time.Now()
 		if err := stack.RouteEmitter.Start(ctx); err != nil {
 			b.Fatal(err)
@@ -99,7 +100,7 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 
 	// Steady stream: 50 starts/s for 20 s, latency from each StartActualLRP's return to
 	// its register.
-	rec := newRegisterRecorder(b, stack.NATS.URL)
+	rec := newRegisterRecorder(b, stack.NATS)
 	defer rec.close()
 	streamKeys := routingKeys(streamLRPs, lrps)
 	started := make([]time.Time, len(streamKeys))
@@ -228,9 +229,10 @@ type registerRecorder struct {
 	received []time.Time
 }
 
-func newRegisterRecorder(b *testing.B, url string) *registerRecorder {
+// newRegisterRecorder connects to the stack's NATS as a router (natstest.RouterUser).
+func newRegisterRecorder(b *testing.B, n *devstack.NATS) *registerRecorder {
 	b.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := n.Connect(natstest.RouterUser)
 	if err != nil {
 		b.Fatal(err)
 	}

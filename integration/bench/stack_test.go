@@ -17,19 +17,19 @@ func startStack(t *testing.T) *Stack {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, DefaultAdminURL)
+	conn, err := pgx.Connect(ctx, DefaultAdminURL())
 	if err != nil {
-		t.Skipf("private Postgres not reachable at %s (scripts/postgres.sh start): %v", DefaultAdminURL, err)
+		t.Skipf("private Postgres not reachable at %s (scripts/postgres.sh start): %v", DefaultAdminURL(), err)
 	}
 	require.NoError(t, conn.Close(ctx))
-	stack, err := StartStack(t.Context(), StackConfig{AdminURL: DefaultAdminURL, MaxConns: 4})
+	stack, err := StartStack(t.Context(), StackConfig{AdminURL: DefaultAdminURL(), MaxConns: 4})
 	require.NoError(t, err)
 	return stack
 }
 
 func databaseExists(t *testing.T, name string) bool {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), DefaultAdminURL)
+	conn, err := pgx.Connect(t.Context(), DefaultAdminURL())
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
 	var n int

@@ -116,7 +116,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	logf := opts.Logf
 	old, err := Load(opts.Home)
-	if err == nil && old.healthy(ctx) && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
+	if err == nil && old.healthy(ctx) && old.hasCredentials() && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
 		(old.RouteEmitter != nil) == (opts.Cells > 0) && (old.Fileserver != nil) == (opts.Cells > 0) {
 		logf("dev stack is already up")
 		return old, nil
@@ -144,7 +144,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.DatabaseURL, s.OwnPostgres = url, true
+		s.DatabaseURL, s.DatabasePasswordFile, s.OwnPostgres = url, PostgresPasswordFile(s.Home), true
 	}
 	binaries := []Binary{BBSBinary, DroverctlBinary}
 	if opts.Cells > 0 {

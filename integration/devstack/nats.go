@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
+	libconfig "drover.dev/lib/config"
+
 	"drover.dev/integration/natstest"
 )
 
@@ -18,14 +22,42 @@ const DefaultNATSPort = 4222
 
 // NATS is the message bus between the route-emitter and the routers: the private
 // nats-server of the dev stack (scripts/nats.sh) or, in a test stack, an embedded
-// server on a free port.
+// server on a free port. Both refuse clients without credentials and know the users
+// natstest.Users, each with its own permissions (natstest.Permissions).
 type NATS struct {
 	// URL is nats://host:port.
 	URL string `json:"url"`
 	// Own is true when the stack started it through scripts/nats.sh and stops it on Down.
 	Own bool `json:"own"`
+	// PasswordFiles maps each user to the file with its password (0600): the dev
+	// stack's are written by scripts/nats.sh, a test stack's by startEmbeddedNATS.
+	PasswordFiles map[string]string `json:"password_files"`
 
 	embedded *natstest.Server
+}
+
+// natsPasswordFile is where the password of user is kept under home (scripts/nats.sh).
+func natsPasswordFile(home, user string) string {
+	return filepath.Join(home, "nats", user+".password")
+}
+
+// Password reads the password of user.
+func (n *NATS) Password(user string) (string, error) {
+	file, ok := n.PasswordFiles[user]
+	if !ok {
+		return "", fmt.Errorf("nats: no password for user %q", user)
+	}
+	return libconfig.ReadSecretFile(file)
+}
+
+// Connect connects to NATS as user (a test that listens to the routes connects as
+// natstest.RouterUser); options add to the credentials.
+func (n *NATS) Connect(user string, options ...nats.Option) (*nats.Conn, error) {
+	password, err := n.Password(user)
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(n.URL, append([]nats.Option{nats.UserInfo(user, password)}, options...)...)
 }
 
 // StartNATS starts the private nats-server of home through scripts/nats.sh (a running
@@ -39,7 +71,11 @@ func StartNATS(ctx context.Context, root, home string) (NATS, error) {
 	if len(fields) == 0 {
 		return NATS{}, fmt.Errorf("nats.sh start printed no URL")
 	}
-	return NATS{URL: fields[len(fields)-1], Own: true}, nil
+	files := map[string]string{}
+	for _, u := range natstest.Users {
+		files[u] = natsPasswordFile(home, u)
+	}
+	return NATS{URL: fields[len(fields)-1], Own: true, PasswordFiles: files}, nil
 }
 
 // StopNATS stops the private nats-server of home; it is not an error if none runs.
@@ -48,13 +84,25 @@ func StopNATS(ctx context.Context, root, home string) error {
 	return err
 }
 
-// startEmbeddedNATS runs an embedded server on a free port for a test stack.
-func startEmbeddedNATS() (*NATS, error) {
+// startEmbeddedNATS runs an embedded server on a free port for a test stack and writes
+// its users' passwords where scripts/nats.sh would, under home.
+func startEmbeddedNATS(home string) (*NATS, error) {
+	if err := os.MkdirAll(filepath.Join(home, "nats"), 0o700); err != nil {
+		return nil, fmt.Errorf("nats: %w", err)
+	}
 	srv, err := natstest.Start(0)
 	if err != nil {
 		return nil, err
 	}
-	return &NATS{URL: srv.URL(), embedded: srv}, nil
+	files := map[string]string{}
+	for _, u := range natstest.Users {
+		files[u] = natsPasswordFile(home, u)
+		if err := os.WriteFile(files[u], []byte(srv.Password(u)), 0o600); err != nil {
+			srv.Shutdown()
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+	}
+	return &NATS{URL: srv.URL(), PasswordFiles: files, embedded: srv}, nil
 }
 
 // Shutdown stops a test stack's embedded server (clients see the connection drop).

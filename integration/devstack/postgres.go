@@ -11,7 +11,8 @@ import (
 )
 
 // StartPostgres starts (initialising if needed) the private Postgres of home through
-// scripts/postgres.sh and returns its connection URL.
+// scripts/postgres.sh and returns its connection URL, which holds no password: the role
+// drover's is in PostgresPasswordFile(home).
 func StartPostgres(ctx context.Context, root, home string) (string, error) {
 	out, err := postgresScript(ctx, root, home, "start")
 	if err != nil {
@@ -22,6 +23,12 @@ func StartPostgres(ctx context.Context, root, home string) (string, error) {
 		return "", fmt.Errorf("postgres.sh start printed no URL")
 	}
 	return lines[len(lines)-1], nil
+}
+
+// PostgresPasswordFile is where scripts/postgres.sh keeps the password of the role
+// drover, the BBS's, of the private Postgres of home.
+func PostgresPasswordFile(home string) string {
+	return filepath.Join(home, "postgres", "drover.password")
 }
 
 // StopPostgres stops the private Postgres of home; it is not an error if none runs.

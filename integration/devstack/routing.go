@@ -17,6 +17,7 @@ import (
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
 	reconfig "drover.dev/route-emitter/config"
 
+	"drover.dev/integration/natstest"
 	"drover.dev/integration/router"
 )
 
@@ -185,6 +186,7 @@ func (s *Stack) addRouting(emitterPorts RouteEmitterPorts, routerPorts RouterPor
 	cfg.BBSAddress = s.BBS[0].GRPCAddress()
 	cfg.TLS = s.Certs.RouteEmitter()
 	cfg.NATSAddresses = []string{s.NATS.URL}
+	cfg.NATSUsername, cfg.NATSPasswordFile = natstest.RouteEmitterUser, s.NATS.PasswordFiles[natstest.RouteEmitterUser]
 	cfg.LockOwner = routeEmitterLockOwner
 	e := &RouteEmitter{Config: cfg, Certs: s.Certs}
 	s.describe(&e.Service, "route-emitter", RouteEmitterBinary, detached)
@@ -193,6 +195,7 @@ func (s *Stack) addRouting(emitterPorts RouteEmitterPorts, routerPorts RouterPor
 
 	rc := router.DefaultConfig()
 	rc.NATSAddresses = []string{s.NATS.URL}
+	rc.NATSUsername, rc.NATSPasswordFile = natstest.RouterUser, s.NATS.PasswordFiles[natstest.RouterUser]
 	rc.ListenAddress = addr(routerPorts.HTTP)
 	rc.AdminAddress = addr(routerPorts.Admin)
 	rc.RegisterInterval = libconfig.Duration(registerInterval)

@@ -25,6 +25,9 @@ type Stack struct {
 	Home        string `json:"home"`
 	BinDir      string `json:"bin_dir"`
 	DatabaseURL string `json:"database_url"`
+	// DatabasePasswordFile holds the password for DatabaseURL (the BBS's
+	// database_password_file); empty when the URL needs none of its own.
+	DatabasePasswordFile string `json:"database_password_file,omitempty"`
 	// OwnPostgres is true when the stack runs the private Postgres of Home and stops it
 	// on Down.
 	OwnPostgres bool   `json:"own_postgres"`
@@ -74,6 +77,7 @@ func (s *Stack) newBBS(i int, ports Ports, passphrase string, detached bool) *BB
 	cfg.HTTPAddress = addr(ports.HTTP)
 	cfg.DebugAddress = addr(ports.Debug)
 	cfg.DatabaseURL = s.DatabaseURL
+	cfg.DatabasePasswordFile = s.DatabasePasswordFile
 	cfg.TLS = s.Certs.Server()
 	cfg.EncryptionKeys = map[string]string{encryptionKeyLabel: passphrase}
 	cfg.ActiveKeyLabel = encryptionKeyLabel
@@ -143,6 +147,12 @@ func (s *Stack) Stop(ctx context.Context) error {
 		s.NATS.Shutdown()
 	}
 	return errors.Join(errs...)
+}
+
+// hasCredentials reports whether the stack's NATS and private Postgres are reached with
+// credentials; a stack brought up by an older version without them is brought up again.
+func (s *Stack) hasCredentials() bool {
+	return (s.NATS == nil || len(s.NATS.PasswordFiles) > 0) && (!s.OwnPostgres || s.DatabasePasswordFile != "")
 }
 
 // Rep returns the rep of cellID, or nil.

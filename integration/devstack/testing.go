@@ -193,14 +193,15 @@ func (s *Stack) addTestConverger(t testing.TB, opts TestOptions) {
 	opts.ConfigureConverger(&s.Converger.Config)
 }
 
-// addTestRouting starts an embedded NATS on a free port (shut down by Stop) and
-// describes the router and the route-emitter on free ports.
+// addTestRouting starts an embedded NATS on a free port (shut down by Stop), with its
+// users' passwords in the test's home, and describes the router and the route-emitter
+// on free ports.
 func (s *Stack) addTestRouting(t testing.TB, opts RoutingOptions) {
 	t.Helper()
 	if err := builds.routing.do(s.Root, s.BinDir, RouteEmitterBinary, StandinRouterBinary); err != nil {
 		t.Fatal(err)
 	}
-	nats, err := startEmbeddedNATS()
+	nats, err := startEmbeddedNATS(s.Home)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,13 @@
 // Package natstest runs an embedded NATS server (github.com/nats-io/nats-server/v2) for
 // tests and benchmarks: on a free or given port of 127.0.0.1, stoppable and restartable
-// on the same port (to test reconnects).
+// on the same port (to test reconnects). Like the dev stack's nats-server
+// (scripts/nats.sh), it refuses unauthenticated clients and knows two users with random
+// passwords, each allowed only its side of the gorouter protocol (Permissions).
 package natstest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"strconv"
@@ -12,14 +16,55 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // readyTimeout bounds the wait for the embedded server to accept connections.
 const readyTimeout = 10 * time.Second
 
+// The users of drover's NATS.
+const (
+	// RouteEmitterUser publishes routes.
+	RouteEmitterUser = "route-emitter"
+	// RouterUser is a router (gorouter, the stand-in router): it receives routes.
+	RouterUser = "router"
+)
+
+// Users are the users of drover's NATS.
+var Users = []string{RouteEmitterUser, RouterUser}
+
+// Permissions is what user may publish and subscribe to (nil for an unknown user): the
+// route-emitter publishes router.register, router.unregister and router.greet and hears
+// router.start and the greet replies on its inbox; a router hears router.* (gorouter
+// subscribes to that) and publishes router.start and replies to greets. Keep
+// scripts/nats.sh alike.
+func Permissions(user string) *server.Permissions {
+	switch user {
+	case RouteEmitterUser:
+		return &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{"router.register", "router.unregister", "router.greet"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{"router.start", "_INBOX.>"}},
+		}
+	case RouterUser:
+		return &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{"router.start"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{"router.*"}},
+			Response:  &server.ResponsePermission{MaxMsgs: responseAllowance, Expires: time.Minute},
+		}
+	}
+	return nil
+}
+
+// responseAllowance is how many messages a router may publish to the reply subject of a
+// greet: 2, because the server counts each delivery of the greet against it, and a
+// router that subscribes to both router.* and router.greet (the stand-in router, like
+// gorouter) receives it twice.
+const responseAllowance = 2
+
 // Server is an embedded NATS server on a fixed port of 127.0.0.1.
 type Server struct {
-	port int
+	port      int
+	passwords map[string]string // user → password
 
 	mu  sync.Mutex
 	srv *server.Server
@@ -35,7 +80,14 @@ func Start(port int) (*Server, error) {
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
-	s := &Server{port: port}
+	s := &Server{port: port, passwords: map[string]string{}}
+	for _, u := range Users {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("nats: password: %w", err)
+		}
+		s.passwords[u] = hex.EncodeToString(b)
+	}
 	if err := s.Restart(); err != nil {
 		return nil, err
 	}
@@ -59,6 +111,14 @@ func (s *Server) URL() string { return "nats://" + s.Address() }
 // Address is 127.0.0.1:PORT.
 func (s *Server) Address() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
+// Password is the password of user (one of Users), "" for an unknown user.
+func (s *Server) Password(user string) string { return s.passwords[user] }
+
+// Connect connects as user with its password (options add to the defaults).
+func (s *Server) Connect(user string, options ...nats.Option) (*nats.Conn, error) {
+	return nats.Connect(s.URL(), append([]nats.Option{nats.UserInfo(user, s.Password(user))}, options...)...)
+}
+
 // Running reports whether the server runs.
 func (s *Server) Running() bool {
 	s.mu.Lock()
@@ -78,8 +138,8 @@ func (s *Server) Shutdown() {
 	s.srv = nil
 }
 
-// Restart starts the server again on the same port (after Shutdown; a running server
-// is shut down first).
+// Restart starts the server again on the same port, with the same users and passwords
+// (after Shutdown; a running server is shut down first).
 func (s *Server) Restart() error {
 	s.Shutdown()
 	s.mu.Lock()
@@ -93,6 +153,9 @@ func (s *Server) Restart() error {
 		MaxPending:     256 << 20,
 		WriteDeadline:  10 * time.Second,
 		MaxControlLine: 4096,
+	}
+	for _, u := range Users {
+		opts.Users = append(opts.Users, &server.User{Username: u, Password: s.passwords[u], Permissions: Permissions(u)})
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

@@ -9,14 +9,21 @@ import (
 
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
+	"drover.dev/lib/tlsconfig"
 )
 
 // Config is the stand-in router's configuration (one JSON file, -config).
 type Config struct {
 	// NATSAddresses are the NATS servers ("nats://127.0.0.1:4222" or "127.0.0.1:4222").
 	NATSAddresses []string `json:"nats_addresses"`
-	NATSUsername  string   `json:"nats_username,omitempty"`
-	NATSPassword  string   `json:"nats_password,omitempty"`
+	// NATSUsername authenticates to NATS with the password in NATSPasswordFile or,
+	// inline, NATSPassword.
+	NATSUsername     string `json:"nats_username,omitempty"`
+	NATSPassword     string `json:"nats_password,omitempty"`
+	NATSPasswordFile string `json:"nats_password_file,omitempty"`
+	// NATSTLS, when set, is the CA that signs the NATS servers' certificates and the
+	// router's client certificate.
+	NATSTLS tlsconfig.Files `json:"nats_tls"`
 	// ListenAddress serves the proxied HTTP traffic, routed by Host header.
 	ListenAddress string `json:"listen_address"`
 	// AdminAddress serves GET /routes (the table as JSON) and GET /healthz.
@@ -66,6 +73,12 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(a) == "" {
 			errs = append(errs, errors.New("nats_addresses: empty address"))
 		}
+	}
+	if err := libconfig.UserPassword("nats", c.NATSUsername, c.NATSPassword, c.NATSPasswordFile); err != nil {
+		errs = append(errs, err)
+	}
+	if err := libconfig.OptionalTLS("nats_tls", c.NATSTLS); err != nil {
+		errs = append(errs, err)
 	}
 	for name, addr := range map[string]string{"listen_address": c.ListenAddress, "admin_address": c.AdminAddress} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

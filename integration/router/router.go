@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+
+	libconfig "drover.dev/lib/config"
 )
 
 // Router is a running stand-in router.
@@ -124,6 +126,7 @@ func (r *Router) connect() error {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
+		nats.IgnoreAuthErrorAbort(), // a refused password is retried, not given up on
 		nats.ConnectHandler(func(nc *nats.Conn) { r.announceFirst(nc) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { r.announce(nc, "reconnected") }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -131,7 +134,18 @@ func (r *Router) connect() error {
 		}),
 	}
 	if r.cfg.NATSUsername != "" {
-		opts = append(opts, nats.UserInfo(r.cfg.NATSUsername, r.cfg.NATSPassword))
+		password, err := libconfig.Password(r.cfg.NATSPassword, r.cfg.NATSPasswordFile)
+		if err != nil {
+			return fmt.Errorf("nats_password_file: %w", err)
+		}
+		opts = append(opts, nats.UserInfo(r.cfg.NATSUsername, password))
+	}
+	if r.cfg.NATSTLS.Enabled() {
+		tlsConfig, err := r.cfg.NATSTLS.Client()
+		if err != nil {
+			return fmt.Errorf("nats_tls: %w", err)
+		}
+		opts = append(opts, nats.Secure(tlsConfig))
 	}
 	nc, err := nats.Connect(r.cfg.natsURL(), opts...)
 	if err != nil {

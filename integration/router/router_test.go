@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +22,13 @@ import (
 
 const waitFor = 10 * time.Second
 
-// startRouter runs a stand-in router on free ports against ns, closed with the test.
+// startRouter runs a stand-in router on free ports against ns, as natstest.RouterUser
+// with its password in a file, closed with the test.
 func startRouter(t *testing.T, ns *natstest.Server, configure func(*router.Config)) *router.Router {
 	t.Helper()
 	cfg := router.DefaultConfig()
 	cfg.NATSAddresses = []string{ns.URL()}
+	cfg.NATSUsername, cfg.NATSPasswordFile = natstest.RouterUser, passwordFile(t, ns.Password(natstest.RouterUser))
 	cfg.ListenAddress, cfg.AdminAddress = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.RegisterInterval = libconfig.Duration(2 * time.Second)
 	cfg.PruneThreshold = libconfig.Duration(30 * time.Second)
@@ -37,9 +41,18 @@ func startRouter(t *testing.T, ns *natstest.Server, configure func(*router.Confi
 	return r
 }
 
+// passwordFile writes password to a file of its own.
+func passwordFile(t *testing.T, password string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nats.password")
+	require.NoError(t, os.WriteFile(path, []byte(password), 0o600))
+	return path
+}
+
+// connect connects as the route-emitter does (natstest.RouteEmitterUser).
 func connect(t *testing.T, ns *natstest.Server) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(ns.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := ns.Connect(natstest.RouteEmitterUser, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	return nc
@@ -244,6 +257,36 @@ func TestRouterConfigValidation(t *testing.T) {
 	}
 	def := router.DefaultConfig()
 	require.NoError(t, def.Validate())
+
+	for _, tc := range []struct {
+		field string
+		edit  func(c *router.Config)
+	}{
+		{"nats_password_file", func(c *router.Config) { c.NATSUsername = "router" }},
+		{"nats_password_file", func(c *router.Config) { c.NATSUsername, c.NATSPassword, c.NATSPasswordFile = "router", "p", "/f" }},
+		{"nats_username", func(c *router.Config) { c.NATSPasswordFile = "/f" }},
+		{"nats_tls", func(c *router.Config) { c.NATSTLS.CAFile = "/ca.crt" }},
+	} {
+		c := router.DefaultConfig()
+		tc.edit(&c)
+		require.ErrorContains(t, c.Validate(), tc.field)
+	}
+}
+
+// TestRouterWithAWrongPasswordGetsNoRoutes: a router the server refuses is never
+// connected, announces nothing and learns no route; Start does not fail (it retries).
+func TestRouterWithAWrongPasswordGetsNoRoutes(t *testing.T) {
+	ns := natstest.New(t)
+	refused := startRouter(t, ns, func(c *router.Config) { c.NATSPasswordFile = passwordFile(t, "wrong") })
+	admitted := startRouter(t, ns, nil)
+	nc := connect(t, ns)
+	require.Eventually(t, admitted.Connected, waitFor, 20*time.Millisecond)
+	host, port := backend(t, "a")
+	publish(t, nc, router.SubjectRegister, router.RegistryMessage{Host: host, Port: port, URIs: []string{"a.example.com"}})
+	require.Eventually(t, func() bool { return admitted.Stats().Registers == 1 }, waitFor, 20*time.Millisecond)
+	require.False(t, refused.Connected())
+	require.Zero(t, refused.Stats().Starts)
+	require.Zero(t, refused.Stats().Registers)
 }
 
 func TestRouterAppliesRegistersAndUnregistersInPublishOrder(t *testing.T) {

@@ -1,6 +1,7 @@
-// Package debugserver serves a drover process's operator endpoints on its debug address:
-// Prometheus /metrics, /debug/pprof/*, /healthz, and /log-level to read or change the
-// slog level at run time.
+// Package debugserver serves a drover process's operator endpoints: Prometheus /metrics
+// and /healthz on its debug address, which may be any address; /debug/pprof/* and
+// /log-level (read or change the slog level at run time) only on loopback or a unix
+// socket, or nowhere (the rules: drover.dev/lib/config.DebugServer).
 package debugserver
 
 import (
@@ -10,14 +11,11 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/tedsuo/ifrit"
 
-	"drover.dev/lib/httpserver"
 	"drover.dev/lib/logging"
 )
 
@@ -35,9 +33,27 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Handler routes the debug endpoints. A nil reg serves a fresh NewRegistry; a nil level
-// leaves /log-level out.
+// Handler routes every debug endpoint: MetricsHandler's, pprof under /debug/pprof/
+// and /log-level. A nil reg serves a fresh NewRegistry; a nil level leaves /log-level
+// out. New serves it only on loopback or a unix socket.
 func Handler(reg *prometheus.Registry, level *slog.LevelVar) http.Handler {
+	mux := metricsMux(reg)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if level != nil {
+		mux.Handle("/log-level", levelHandler{level: level})
+	}
+	return mux
+}
+
+// MetricsHandler routes the endpoints that may be served to any host: GET /metrics
+// (Prometheus text from reg, a fresh NewRegistry when nil) and GET /healthz.
+func MetricsHandler(reg *prometheus.Registry) http.Handler { return metricsMux(reg) }
+
+func metricsMux(reg *prometheus.Registry) *http.ServeMux {
 	if reg == nil {
 		reg = NewRegistry()
 	}
@@ -45,28 +61,10 @@ func Handler(reg *prometheus.Registry, level *slog.LevelVar) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	if level != nil {
-		mux.Handle("/log-level", levelHandler{level: level})
-	}
 	return mux
-}
-
-// New returns an ifrit.Runner serving Handler(reg, level) over plain HTTP on addr.
-func New(addr string, reg *prometheus.Registry, level *slog.LevelVar, logger *slog.Logger) ifrit.Runner {
-	srv := &http.Server{
-		Addr:              addr,
-		Handler:           Handler(reg, level),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	return httpserver.New(srv, logger, httpserver.WithName("debug-server"))
 }
 
 // levelHandler shows the level on GET and sets it from the body ("debug", "info",

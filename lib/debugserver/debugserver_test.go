@@ -3,17 +3,13 @@ package debugserver
 import (
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"github.com/tedsuo/ifrit"
 )
 
 func do(t *testing.T, method, url, body string) (int, string) {
@@ -97,25 +93,4 @@ func TestNoLogLevelWithoutLevelVar(t *testing.T) {
 	defer srv.Close()
 	status, _ := do(t, http.MethodGet, srv.URL+"/log-level", "")
 	require.Equal(t, 404, status)
-}
-
-func TestRunnerServesOnAddress(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := lis.Addr().String()
-	require.NoError(t, lis.Close())
-
-	process := ifrit.Invoke(New(addr, NewRegistry(), new(slog.LevelVar), nil))
-	defer func() {
-		process.Signal(os.Interrupt)
-		select {
-		case err := <-process.Wait():
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("debug server did not stop")
-		}
-	}()
-	status, body := do(t, http.MethodGet, "http://"+addr+"/healthz", "")
-	require.Equal(t, 200, status)
-	require.Equal(t, "ok\n", body)
 }

@@ -58,6 +58,9 @@ func (p *Process) Output() string { return p.output.String() }
 // Exited is closed once the process has exited; Err is then its Wait error.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Err is the process's Wait error (nil for exit status 0); valid once Exited is closed.
 func (p *Process) Err() error { return p.err }
 

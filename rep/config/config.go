@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
@@ -49,9 +50,17 @@ type Config struct {
 	// AdvertiseAddress is host:port the BBS and auctioneer dial (default ListenAddress).
 	AdvertiseAddress string `json:"advertise_address,omitempty"`
 	DebugAddress     string `json:"debug_address"`
-	BBSAddress       string `json:"bbs_address"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
+	BBSAddress        string `json:"bbs_address"`
 	// TLS is the rep's certificate for its server and as a client of the BBS.
 	TLS tlsconfig.Files `json:"tls"`
+	// IdentityCommonNames maps the common names of callers' certificates to their roles
+	// (operator, bbs, auctioneer, converger, route-emitter); when set it replaces the
+	// default (the dev stack's names, authz.DefaultCommonNames). Callers whose
+	// certificate has no role are refused (docs/architecture.md "Authorisation").
+	IdentityCommonNames map[string]string `json:"identity_common_names,omitempty"`
 
 	// Capacity advertised and accounted by the executor.
 	MemoryMB   int `json:"memory_mb"`
@@ -186,12 +195,15 @@ func (c *Config) Validate() error {
 		check(libconfig.Invalid("cell_id", "is required"))
 	}
 	check(libconfig.Address("listen_address", c.ListenAddress))
-	check(libconfig.Address("debug_address", c.DebugAddress))
+	check(libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	check(libconfig.Address("bbs_address", c.BBSAddress))
 	if c.AdvertiseAddress != "" {
 		check(libconfig.Address("advertise_address", c.AdvertiseAddress))
 	}
 	check(libconfig.OptionalTLS("tls", c.TLS))
+	if _, err := c.Names(); err != nil {
+		check(err)
+	}
 	if c.MemoryMB <= 0 {
 		check(libconfig.Invalid("memory_mb", "must be positive, got %d", c.MemoryMB))
 	}
@@ -219,6 +231,9 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Names are the certificate names the gRPC server authorises its callers by.
+func (c *Config) Names() (authz.Names, error) { return authz.ComponentNames(c.IdentityCommonNames) }
 
 func (e *ExecutorConfig) validate() error {
 	var errs []error

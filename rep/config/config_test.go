@@ -28,6 +28,9 @@ func TestDefaultsWithRequiredFieldsAreValid(t *testing.T) {
 	sim.Executor.ContainerdSocket = ""
 	sim.Executor.Subnet = "not checked for sim"
 	require.NoError(t, sim.Validate())
+	remote := valid()
+	remote.DebugAddress, remote.DebugAdminAddress = "0.0.0.0:1801", "unix:/run/drover/rep-debug.sock"
+	require.NoError(t, remote.Validate(), "metrics on any address once pprof and /log-level are elsewhere")
 }
 
 func TestValidateNamesTheField(t *testing.T) {
@@ -39,6 +42,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"listen_address", func(c *Config) { c.ListenAddress = "" }},
 		{"listen_address", func(c *Config) { c.ListenAddress = "nope" }},
 		{"debug_address", func(c *Config) { c.DebugAddress = "nope" }},
+		{"debug_address", func(c *Config) { c.DebugAddress = "0.0.0.0:1801" }},
+		{"debug_admin_address", func(c *Config) { c.DebugAdminAddress = "10.0.0.5:1802" }},
+		{"debug_admin_address", func(c *Config) { c.DebugAdminAddress = "unix:rep.sock" }},
 		{"bbs_address", func(c *Config) { c.BBSAddress = "" }},
 		{"advertise_address", func(c *Config) { c.AdvertiseAddress = "host-without-port" }},
 		{"tls", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.crt"} }},
@@ -52,6 +58,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"evacuation_polling_interval", func(c *Config) { c.EvacuationPollingInterval = 0 }},
 		{"evacuation_polling_interval", func(c *Config) { c.EvacuationPollingInterval = c.EvacuationTimeout + 1 }},
 		{"log_level", func(c *Config) { c.LogLevel = "loud" }},
+		{`identity_common_names: "x" has role "root"`, func(c *Config) { c.IdentityCommonNames = map[string]string{"x": "root"} }},
 		{"executor.backend", func(c *Config) { c.Executor.Backend = "garden" }},
 		{"executor.containerd_socket", func(c *Config) { c.Executor.ContainerdSocket = "" }},
 		{"executor.subnet", func(c *Config) { c.Executor.Subnet = "10.0.0.0" }},

@@ -161,14 +161,16 @@ func (b GRPCBBS) RemoveEvacuatingActualLRP(ctx context.Context, key *modelsv1.Ac
 }
 
 // refused reports whether the BBS turned the call down for good (the record is gone,
-// in another state, or on another cell), as opposed to a failure worth retrying.
+// in another state, or on another cell; Unauthorized when another cell holds it, as the
+// BBS lets a cell act only on what it holds), as opposed to a failure worth retrying.
 func refused(err error) bool {
 	e := models.FromError(err)
 	if e == nil {
 		return false
 	}
 	switch e.Type {
-	case models.ErrTypeInvalidStateTransition, models.ErrTypeResourceNotFound, models.ErrTypeRunningOnDifferentCell:
+	case models.ErrTypeInvalidStateTransition, models.ErrTypeResourceNotFound, models.ErrTypeRunningOnDifferentCell,
+		models.ErrTypeUnauthorized:
 		return true
 	}
 	return false

@@ -165,6 +165,20 @@ func TestLRPProcessor(t *testing.T) {
 			bbsCalls: []string{"start pg-1/2 ig-1"}, execCalls: []string{"stop ig-1"},
 		},
 		{
+			name: "running: another cell holds the instance, the start is unauthorised: stop", container: lrpContainer(executor.StateRunning),
+			setup: func(b *fakeBBS, _ *fakeexec.Client) {
+				b.errs["start"] = models.NewError(models.ErrTypeUnauthorized, `cell "cell-1" may not change actual lrp pg-1/2: it is CLAIMED on cell "cell-2"`)
+			},
+			bbsCalls: []string{"start pg-1/2 ig-1"}, execCalls: []string{"stop ig-1"},
+		},
+		{
+			name: "reserved: another cell claimed the instance: delete", container: lrpContainer(executor.StateReserved),
+			setup: func(b *fakeBBS, _ *fakeexec.Client) {
+				b.errs["claim"] = models.NewError(models.ErrTypeUnauthorized, "held by cell-2")
+			},
+			bbsCalls: []string{claim}, execCalls: []string{"delete ig-1"},
+		},
+		{
 			name: "completed after stop: remove and delete", container: func() executor.Container {
 				c := lrpContainer(executor.StateCompleted)
 				c.RunResult = executor.RunResult{Stopped: true}
@@ -271,6 +285,26 @@ func TestTaskProcessor(t *testing.T) {
 			name: "completed: a result file over 10 KB is cut to its first 10 KB", container: completed(executor.RunResult{}, "/tmp/result"),
 			setup:     func(_ *fakeBBS, e *fakeexec.Client) { e.SetFile("task-1", "/tmp/result", []byte(big)) },
 			bbsCalls:  []string{`complete task-1@cell-1 failed=false reason="" result=10240 bytes`},
+			execCalls: []string{"delete task-1"},
+		},
+		{
+			name: "completed: a result file with a NUL byte fails the task", container: completed(executor.RunResult{}, "/tmp/result"),
+			setup:     func(_ *fakeBBS, e *fakeexec.Client) { e.SetFile("task-1", "/tmp/result", []byte("a\x00b")) },
+			bbsCalls:  []string{`complete task-1@cell-1 failed=true reason="result file is not text: it holds a NUL byte or invalid UTF-8" result=0 bytes`},
+			execCalls: []string{"delete task-1"},
+		},
+		{
+			name: "completed: a result file with invalid UTF-8 fails the task", container: completed(executor.RunResult{}, "/tmp/result"),
+			setup:     func(_ *fakeBBS, e *fakeexec.Client) { e.SetFile("task-1", "/tmp/result", []byte("ok\xff")) },
+			bbsCalls:  []string{`complete task-1@cell-1 failed=true reason="result file is not text: it holds a NUL byte or invalid UTF-8" result=0 bytes`},
+			execCalls: []string{"delete task-1"},
+		},
+		{
+			name: "completed: a cut through a multi-byte rune at 10 KB drops the partial rune", container: completed(executor.RunResult{}, "/tmp/result"),
+			setup: func(_ *fakeBBS, e *fakeexec.Client) {
+				e.SetFile("task-1", "/tmp/result", []byte(strings.Repeat("x", MaxResultBytes-1)+"é"))
+			},
+			bbsCalls:  []string{`complete task-1@cell-1 failed=false reason="" result=10239 bytes`},
 			execCalls: []string{"delete task-1"},
 		},
 		{

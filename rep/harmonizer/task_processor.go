@@ -1,9 +1,11 @@
 package harmonizer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"unicode/utf8"
 
 	"drover.dev/bbs/models"
 	"drover.dev/executor"
@@ -17,6 +19,7 @@ const (
 	ReasonFailedToFetchResult  = "failed to fetch result"
 	ReasonInvalidTransition    = "invalid state transition"
 	ReasonMissingTaskContainer = "task container does not exist"
+	ReasonResultNotText        = "result file is not text: it holds a NUL byte or invalid UTF-8"
 	MaxResultBytes             = 10 * 1024
 	maxResultFileReadBytes     = 1 << 20
 )
@@ -74,8 +77,11 @@ func (h *Harmonizer) taskCompleted(ctx context.Context, c executor.Container, lo
 		if err != nil {
 			logger.Error("failed-to-fetch-result", "path", path, "error", err.Error())
 			failed, reason = true, ReasonFailedToFetchResult
+		} else if text, ok := resultText(data); ok {
+			value = text
 		} else {
-			value = string(data)
+			logger.Error("result-not-text", "path", path)
+			failed, reason = true, ReasonResultNotText
 		}
 	}
 	if !h.completeTask(ctx, c.Guid, failed, reason, value, logger) {
@@ -98,6 +104,21 @@ func (h *Harmonizer) readResult(ctx context.Context, guid, path string) ([]byte,
 		data = data[:MaxResultBytes]
 	}
 	return data, nil
+}
+
+// resultText is data as a task result: the BBS stores results as text, so data with a
+// NUL byte or invalid UTF-8 is refused (ok false). A cut in the middle of a UTF-8
+// sequence at MaxResultBytes is not an error: the partial rune is dropped.
+func resultText(data []byte) (string, bool) {
+	if len(data) == MaxResultBytes {
+		for i := 0; i < utf8.UTFMax-1 && len(data) > 0 && !utf8.Valid(data); i++ {
+			data = data[:len(data)-1]
+		}
+	}
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return "", false
+	}
+	return string(data), true
 }
 
 // completeTask records the outcome; a refused completion is retried as a failure saying

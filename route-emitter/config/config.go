@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
@@ -36,15 +37,26 @@ type Config struct {
 	// ListenAddress serves the gRPC RouteEmitterService.
 	ListenAddress string `json:"listen_address"`
 	DebugAddress  string `json:"debug_address"`
-	BBSAddress    string `json:"bbs_address"`
+	// DebugAdminAddress is where pprof and /log-level are served: "" on debug_address
+	// (which must then be loopback), "off", "unix:PATH" or a loopback host:port.
+	DebugAdminAddress string `json:"debug_admin_address"`
+	BBSAddress        string `json:"bbs_address"`
 	// TLS is the BBS client certificate and the gRPC server certificate; without it both
 	// links are plaintext (tests only).
 	TLS tlsconfig.Files `json:"tls"`
+	// IdentityCommonNames maps the common names of callers' certificates to their roles
+	// (operator, bbs, auctioneer, converger, route-emitter); when set it replaces the
+	// default (the dev stack's names, authz.DefaultCommonNames). Callers whose
+	// certificate has no role are refused (docs/architecture.md "Authorisation").
+	IdentityCommonNames map[string]string `json:"identity_common_names,omitempty"`
 	// CellID selects local mode: only this cell's instances, no lock.
 	CellID        string   `json:"cell_id,omitempty"`
 	NATSAddresses []string `json:"nats_addresses"`
-	NATSUsername  string   `json:"nats_username,omitempty"`
-	NATSPassword  string   `json:"nats_password,omitempty"`
+	// NATSUsername authenticates to NATS with the password in NATSPasswordFile (kept out
+	// of this file and of logs) or, inline, NATSPassword.
+	NATSUsername     string `json:"nats_username,omitempty"`
+	NATSPassword     string `json:"nats_password,omitempty"`
+	NATSPasswordFile string `json:"nats_password_file,omitempty"`
 	// NATSTLS enables TLS to NATS when set.
 	NATSTLS tlsconfig.Files `json:"nats_tls"`
 	// SyncInterval is the period of full syncs with the BBS.
@@ -103,13 +115,17 @@ func Load(path string) (*Config, error) {
 // LocalMode reports whether the emitter serves one cell (cell_id set).
 func (c *Config) LocalMode() bool { return c.CellID != "" }
 
+// Names are the certificate names the gRPC server authorises its callers by.
+func (c *Config) Names() (authz.Names, error) { return authz.ComponentNames(c.IdentityCommonNames) }
+
 // Validate names the problem of every field that is wrong.
 func (c *Config) Validate() error {
 	if c == nil {
 		return errors.New("nil config")
 	}
 	var errs []error
-	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"debug_address", c.DebugAddress}, {"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.Addresses([][2]string{{"listen_address", c.ListenAddress}, {"bbs_address", c.BBSAddress}})...)
+	errs = append(errs, libconfig.DebugServer(c.DebugAddress, c.DebugAdminAddress))
 	if len(c.NATSAddresses) == 0 {
 		errs = append(errs, libconfig.Invalid("nats_addresses", "at least one address is required"))
 	}
@@ -118,13 +134,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, libconfig.Invalid("nats_addresses", "must be URLs like nats://host:port, got %q", a))
 		}
 	}
-	for _, err := range []error{libconfig.OptionalTLS("tls", c.TLS), libconfig.OptionalTLS("nats_tls", c.NATSTLS)} {
+	_, namesErr := c.Names()
+	for _, err := range []error{libconfig.OptionalTLS("tls", c.TLS), libconfig.OptionalTLS("nats_tls", c.NATSTLS), namesErr} {
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if (c.NATSUsername == "") != (c.NATSPassword == "") {
-		errs = append(errs, libconfig.Invalid("nats_password", "nats_username and nats_password go together"))
+	if err := libconfig.UserPassword("nats", c.NATSUsername, c.NATSPassword, c.NATSPasswordFile); err != nil {
+		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		field string

@@ -172,6 +172,9 @@ func (e *Emitter) connect() (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
+		// A refused password (a wrong one, or users not configured yet) is retried like
+		// any failure, not given up on.
+		nats.IgnoreAuthErrorAbort(),
 		nats.PingInterval(20 * time.Second),
 		nats.ConnectHandler(func(*nats.Conn) {
 			e.log.Info("nats-connected")
@@ -185,6 +188,11 @@ func (e *Emitter) connect() (*nats.Conn, error) {
 			// Every failed attempt, the first connection's included (NATS down, a TLS
 			// or authorisation problem): the emitter keeps retrying.
 			e.log.Error("nats-connect-failed", "error", errString(err))
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// Asynchronous errors: a reconnect the server refused (authorisation), a
+			// permissions violation, a slow consumer.
+			e.log.Error("nats-error", "error", errString(err))
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			e.log.Info("nats-reconnected")
@@ -316,14 +324,26 @@ func (e *Emitter) greet(conn *nats.Conn, inbox string) {
 	}
 }
 
-// setInterval takes the router's interval (the last one wins), keeping current when
-// the message carries none.
+// setInterval takes the router's interval (the last one wins), clamped to
+// [MinRouterInterval, MaxRouterInterval], keeping current when the message carries none.
 func (e *Emitter) setInterval(m StartMessage, current time.Duration) time.Duration {
-	if m.MinimumRegisterIntervalInSeconds <= 0 {
+	iv := intervalsOf(m)
+	if iv.Clamped {
+		e.log.Warn("router-intervals-out-of-range", "id", m.ID,
+			"minimum_register_interval_in_seconds", m.MinimumRegisterIntervalInSeconds, "prune_threshold_in_seconds", m.PruneThresholdInSeconds,
+			"register_interval", iv.Register.String(), "prune_threshold", iv.Prune.String(),
+			"range", MinRouterInterval.String()+".."+MaxRouterInterval.String())
+	}
+	if iv.Register == 0 {
 		return current
 	}
-	e.routerS.Store(int32(m.MinimumRegisterIntervalInSeconds))
-	return time.Duration(m.MinimumRegisterIntervalInSeconds) * time.Second
+	if iv.Prune > 0 && iv.Register >= iv.Prune {
+		// The router would prune routes between two registrations.
+		e.log.Warn("router-register-interval-not-below-prune-threshold", "id", m.ID,
+			"register_interval", iv.Register.String(), "prune_threshold", iv.Prune.String())
+	}
+	e.routerS.Store(int32(iv.Register / time.Second))
+	return iv.Register
 }
 
 // broadcast queues a re-registration of everything for the paced sender (the source is

@@ -20,6 +20,7 @@ import (
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/client/lock"
 	bbsserver "drover.dev/bbs/server"
+	"drover.dev/lib/authz"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
 )
@@ -83,10 +84,18 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 		Logger:  logger,
 		Metrics: metrics,
 	})
+	names, err := cfg.Names()
+	if err != nil {
+		return nil, err
+	}
+	guard, err := authz.ComponentGuard(names, server.Policy(), cfg.TLS.Enabled(), registry, logger)
+	if err != nil {
+		return nil, err
+	}
 	a.api = server.New(a.batch, logger)
 	a.grpc, a.health = grpcserver.NewServer(serverTLS,
-		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(grpcMetrics.StreamInterceptor()),
+		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryInterceptor(), guard.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(grpcMetrics.StreamInterceptor(), guard.StreamInterceptor()),
 	)
 	a.api.Register(a.grpc)
 	grpcMetrics.Initialize(a.grpc)
@@ -106,7 +115,7 @@ func (a *auctioneer) Close() {
 // lets requests through and reports SERVING. Losing the lock stops the whole group.
 func (a *auctioneer) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
-		{Name: "debug-server", Runner: debugserver.New(a.cfg.DebugAddress, a.registry, a.level, a.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: a.cfg.DebugAddress, Admin: a.cfg.DebugAdminAddress}, a.registry, a.level, a.logger)},
 		{Name: "grpc-server", Runner: grpcserver.New(a.cfg.ListenAddress, a.grpc, a.health, a.logger)},
 		{Name: "lock", Runner: lock.New(lock.NewService(a.bbs), lock.Options{
 			Key:           config.LockKey,

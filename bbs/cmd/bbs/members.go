@@ -25,6 +25,7 @@ import (
 	"drover.dev/bbs/httpapi"
 	"drover.dev/bbs/server"
 	"drover.dev/bbs/store"
+	"drover.dev/lib/authz"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
 	"drover.dev/lib/httpserver"
@@ -34,6 +35,10 @@ import (
 const (
 	// inProcessBufferBytes sizes the bufconn pipe between the HTTP API and gRPC.
 	inProcessBufferBytes = 1 << 20
+	// inProcessWindowBytes are the fixed flow-control windows of the in-process client:
+	// a stalled event stream over HTTP holds at most this much in flight (gRPC's
+	// default, window growth, would let each grow to megabytes).
+	inProcessWindowBytes = 64 << 10
 	// inProcessTarget is the dial target of the in-process connection (any name works).
 	inProcessTarget = "passthrough:///bbs-in-process"
 	// backgroundWorkGrace bounds how long shutdown waits for side effects in flight.
@@ -53,7 +58,10 @@ type bbs struct {
 	serverTLS  *tls.Config
 	reps       server.RepClientFactory
 	auctioneer *grpc.ClientConn // nil without auctioneer_address
-	authz      server.CellAuthorizer
+	// databaseURL is the connection string with the password (never logged).
+	databaseURL string
+	names       authz.Names
+	guard       *authz.Guard
 
 	db  *store.Postgres
 	hub *events.Hub
@@ -66,20 +74,34 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
+	databaseURL, err := cfg.DatabaseConnString()
+	if err != nil {
+		return nil, err
+	}
 	registry := debugserver.NewRegistry()
 	metrics, err := grpcserver.NewMetrics(registry)
 	if err != nil {
 		return nil, err
 	}
+	names, err := cfg.Names()
+	if err != nil {
+		return nil, err
+	}
+	guard, err := server.NewGuard(names, logger, registry)
+	if err != nil {
+		return nil, err
+	}
 	b := &bbs{
-		authz:     server.CellAuthorizer{Prefix: cfg.CellIdentityPrefix},
-		cfg:       cfg,
-		logger:    logger,
-		level:     level,
-		registry:  registry,
-		metrics:   metrics,
-		serverTLS: serverTLS,
-		reps:      server.NewRepClientFactory(clientTLS),
+		names:       names,
+		guard:       guard,
+		cfg:         cfg,
+		databaseURL: databaseURL,
+		logger:      logger,
+		level:       level,
+		registry:    registry,
+		metrics:     metrics,
+		serverTLS:   serverTLS,
+		reps:        server.NewRepClientFactory(clientTLS),
 	}
 	if cfg.AuctioneerAddress != "" {
 		b.auctioneer, err = grpc.NewClient(cfg.AuctioneerAddress, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
@@ -107,7 +129,7 @@ func (b *bbs) Members() ifrit.Runner {
 		{Name: "event-hub", Runner: ifrit.RunFunc(b.runEventHub)},
 		{Name: "grpc-server", Runner: ifrit.RunFunc(b.runGRPCServer)},
 		{Name: "http-server", Runner: ifrit.RunFunc(b.runHTTPServer)},
-		{Name: "debug-server", Runner: debugserver.New(b.cfg.DebugAddress, b.registry, b.level, b.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: b.cfg.DebugAddress, Admin: b.cfg.DebugAdminAddress}, b.registry, b.level, b.logger)},
 	})
 }
 
@@ -117,7 +139,7 @@ func (b *bbs) runMigrations(signals <-chan os.Signal, ready chan<- struct{}) err
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	db, err := store.Open(ctx, store.Config{
-		URL:            b.cfg.DatabaseURL,
+		URL:            b.databaseURL,
 		MaxConns:       int32(b.cfg.MaxDatabaseConnections),
 		EncryptionKeys: b.cfg.EncryptionKeys,
 		ActiveKeyLabel: b.cfg.ActiveKeyLabel,
@@ -152,9 +174,11 @@ func (b *bbs) runMigrations(signals <-chan os.Signal, ready chan<- struct{}) err
 // runEventHub runs the event hub until signalled.
 func (b *bbs) runEventHub(signals <-chan os.Signal, ready chan<- struct{}) error {
 	hub := events.NewHub(b.db, events.HubOptions{
-		Retention:  b.cfg.EventRetention.Duration(),
-		KeepEvents: b.cfg.EventRetentionCount,
-		Registerer: b.registry,
+		Retention:                 b.cfg.EventRetention.Duration(),
+		KeepEvents:                b.cfg.EventRetentionCount,
+		SendTimeout:               b.cfg.EventWriteTimeout.Duration(),
+		MaxSubscribersPerIdentity: b.cfg.MaxSubscribersPerIdentity,
+		Registerer:                b.registry,
 	}, b.logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -189,7 +213,7 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		MaxTaskRetries: b.cfg.MaxTaskRetries,
 		HTTPClient:     &http.Client{Timeout: b.cfg.TaskCallbackTimeout.Duration()},
 	})
-	srv, healthServer := b.newGRPCServer(b.serverTLS)
+	srv, healthServer := b.newGRPCServer(b.serverTLS, b.guard)
 	b.metrics.Initialize(srv)
 	grpcserver.SetServing(healthServer, srv)
 
@@ -199,11 +223,14 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 }
 
 // newGRPCServer makes a gRPC server with the BBS services and interceptors: metrics
-// outermost so that they see the final status, then validation and logging.
-func (b *bbs) newGRPCServer(tlsConfig *tls.Config) (*grpc.Server, *health.Server) {
+// outermost so that they see the final status, then authorisation (server.Policy:
+// refused callers get PermissionDenied before their request is even validated), then
+// validation and logging, then any extra stream interceptors.
+func (b *bbs) newGRPCServer(tlsConfig *tls.Config, guard *authz.Guard, extra ...grpc.StreamServerInterceptor) (*grpc.Server, *health.Server) {
+	streams := append([]grpc.StreamServerInterceptor{b.metrics.StreamInterceptor(), guard.StreamInterceptor(), server.StreamInterceptor(b.logger)}, extra...)
 	srv, healthServer := grpcserver.NewServer(tlsConfig,
-		grpc.ChainUnaryInterceptor(b.metrics.UnaryInterceptor(), server.UnaryInterceptor(b.logger), b.authz.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(b.metrics.StreamInterceptor(), server.StreamInterceptor(b.logger), b.authz.StreamInterceptor()),
+		grpc.ChainUnaryInterceptor(b.metrics.UnaryInterceptor(), guard.UnaryInterceptor(), server.UnaryInterceptor(b.logger)),
+		grpc.ChainStreamInterceptor(streams...),
 	)
 	b.api.Register(srv)
 	return srv, healthServer
@@ -226,13 +253,18 @@ func (b *bbs) waitForBackgroundWork() {
 
 // runHTTPServer serves the HTTP/JSON API over HTTPS with the gRPC server's mTLS policy.
 // The API calls the BBS services through an in-process gRPC server on a bufconn
-// listener, with the same services and interceptors as the network one.
+// listener, with the same services and interceptors as the network one; the HTTP API
+// admits operators only, so its in-process calls act as an operator.
 func (b *bbs) runHTTPServer(signals <-chan os.Signal, ready chan<- struct{}) error {
-	inProcess, inProcessHealth := b.newGRPCServer(nil)
+	// Event streams over HTTP count against their caller's cap: the HTTP API forwards
+	// its caller's identity, which only this listener trusts.
+	inProcess, inProcessHealth := b.newGRPCServer(nil, b.guard.Plaintext(server.InProcessIdentity()), server.TrustForwardedIdentity())
 	lis := bufconn.Listen(inProcessBufferBytes)
-	conn, err := client.New(inProcessTarget, nil, grpc.WithContextDialer(
-		func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
-	))
+	conn, err := client.New(inProcessTarget, nil,
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithInitialWindowSize(inProcessWindowBytes),
+		grpc.WithInitialConnWindowSize(inProcessWindowBytes),
+	)
 	if err != nil {
 		return fmt.Errorf("in-process client: %w", err)
 	}
@@ -241,9 +273,11 @@ func (b *bbs) runHTTPServer(signals <-chan os.Signal, ready chan<- struct{}) err
 	httpsServer := &http.Server{
 		Addr: b.cfg.HTTPAddress,
 		Handler: httpapi.New(conn, httpapi.Options{
-			MaxBodyBytes: b.cfg.MaxRequestBodyBytes,
-			Logger:       b.logger,
-			Authorize:    b.authz.RefuseHTTP,
+			MaxBodyBytes:       b.cfg.MaxRequestBodyBytes,
+			Logger:             b.logger,
+			EventWriteTimeout:  b.cfg.EventWriteTimeout.Duration(),
+			EventStreamTooSlow: b.hub.CountTooSlowSSE,
+			Authorize:          server.OperatorsOnlyHTTP(b.names),
 		}),
 		TLSConfig:         b.serverTLS,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -1,6 +1,6 @@
 // Package storetest gives tests a private Postgres database and a migrated store on it.
 // The server comes from DROVER_TEST_DATABASE_URL, by default the one scripts/postgres.sh
-// runs; every database is dropped when its test ends.
+// runs (see ServerURL); every database is dropped when its test ends.
 package storetest
 
 import (
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,23 +18,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DefaultServerURL is the private Postgres of scripts/postgres.sh.
-const DefaultServerURL = "postgres://drover@127.0.0.1:54329/drover?sslmode=disable"
-
 // TestKeyLabel and TestKeyPassphrase are the encryption key NewStore uses.
 const (
 	TestKeyLabel      = "test-key"
 	TestKeyPassphrase = "drover test passphrase"
 )
-
-// ServerURL is the server tests create databases on: DROVER_TEST_DATABASE_URL or
-// DefaultServerURL.
-func ServerURL() string {
-	if u := os.Getenv("DROVER_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return DefaultServerURL
-}
 
 // NewDatabase creates a fresh, empty database and returns its URL; it is dropped (with
 // any connections still open) when the test ends.
@@ -53,7 +40,7 @@ func NewDatabase(t testing.TB) string {
 	})
 	u, err := url.Parse(server)
 	if err != nil {
-		t.Fatalf("storetest: parsing %s: %v", server, err)
+		t.Fatalf("storetest: parsing %s: %v", redacted(server), err)
 	}
 	u.Path = "/" + name
 	return u.String()
@@ -127,7 +114,7 @@ func admin(server, statement string) error {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, server)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", server, err)
+		return fmt.Errorf("connecting to %s: %w", redacted(server), err)
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
 	if _, err := conn.Exec(ctx, statement); err != nil {

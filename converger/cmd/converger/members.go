@@ -72,7 +72,7 @@ func (c *converger) Close() { _ = c.bbs.Close() }
 // loop. Losing the lock stops the group (after the pass in progress) with an error.
 func (c *converger) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
-		{Name: "debug-server", Runner: debugserver.New(c.cfg.DebugAddress, c.registry, c.level, c.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: c.cfg.DebugAddress, Admin: c.cfg.DebugAdminAddress}, c.registry, c.level, c.logger)},
 		{Name: "lock", Runner: lock.New(lock.NewService(c.bbs), lock.Options{
 			Key:           config.LockKey,
 			Owner:         c.owner,

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,6 +65,8 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestFileserverProcess(t *testing.T) {
 	cfg := fileserverConfig(t)
+	cfg["max_match_resources"] = 2
+	cfg["debug_admin_address"] = "unix:" + filepath.Join(t.TempDir(), "admin.sock")
 	p := start(t, cfg)
 	base := "http://" + cfg["server_address"].(string)
 	require.Eventually(t, func() bool { code, _ := get(t, base+"/healthz"); return code == http.StatusOK }, waitTimeout, pollEvery)
@@ -85,6 +89,24 @@ func TestFileserverProcess(t *testing.T) {
 	_, metrics := get(t, "http://"+cfg["debug_address"].(string)+"/metrics")
 	assert.Contains(t, metrics, `drover_fileserver_requests_total{code="201",route="blob-upload"} 1`)
 	assert.Contains(t, metrics, `drover_fileserver_upload_bytes_total{kind="blob"} 7`)
+
+	resp, err = http.Post(base+"/v1/resource_match", "application/json", strings.NewReader("[{},{},{}]"))
+	require.NoError(t, err)
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Contains(t, string(data), "more than 2 resources (max_match_resources)")
+
+	code, _ = get(t, "http://"+cfg["debug_address"].(string)+"/debug/pprof/")
+	assert.Equal(t, http.StatusNotFound, code, "pprof is on the admin socket only")
+	admin := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", strings.TrimPrefix(cfg["debug_admin_address"].(string), "unix:"))
+	}}}
+	resp, err = admin.Get("http://debug/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
 	p.Signal(t, syscall.SIGTERM)
 	require.Equal(t, service.ExitOK, p.WaitExit(t, waitTimeout))

@@ -17,6 +17,9 @@ import (
 	"drover.dev/lib/httpserver"
 )
 
+// idleTimeout closes keep-alive connections left idle.
+const idleTimeout = 2 * time.Minute
+
 // fileserver is the process's wiring.
 type fileserver struct {
 	cfg      *config.Config
@@ -43,8 +46,11 @@ func newFileserver(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 	}
 	srv, err := server.New(server.Options{
 		StaticDir: cfg.StaticDirectory, Store: store, SigningKey: key, Metrics: metrics, Logger: logger,
-		Limits:       blobstore.PackageLimits{MaxBytes: cfg.MaxPackageBytes, MaxFiles: cfg.MaxPackageFiles},
-		MaxBlobBytes: cfg.MaxBlobBytes,
+		Limits:              blobstore.PackageLimits{MaxBytes: cfg.MaxPackageBytes, MaxFiles: cfg.MaxPackageFiles},
+		MaxBlobBytes:        cfg.MaxBlobBytes,
+		MaxPackageListBytes: cfg.MaxPackageListBytes,
+		Match: server.MatchLimits{MaxBytes: cfg.MaxMatchBytes, MaxResources: cfg.MaxMatchResources,
+			MaxConcurrent: cfg.MaxConcurrentMatches},
 	})
 	if err != nil {
 		return nil, err
@@ -57,15 +63,15 @@ func (f *fileserver) Close() { _ = f.server.Close() }
 
 // StartedAttrs are logged once both servers listen.
 func (f *fileserver) StartedAttrs() []any {
-	return []any{"server_address", f.cfg.ServerAddress, "debug_address", f.cfg.DebugAddress,
+	return []any{"server_address", f.cfg.ServerAddress, "debug_address", f.cfg.DebugAddress, "debug_admin_address", f.cfg.DebugAdminAddress,
 		"static_directory", f.cfg.StaticDirectory, "blob_directory", f.cfg.BlobDirectory}
 }
 
 // Members start in order: the debug server, then the HTTP server.
 func (f *fileserver) Members() ifrit.Runner {
-	httpSrv := &http.Server{Addr: f.cfg.ServerAddress, Handler: f.server, ReadHeaderTimeout: 30 * time.Second}
+	httpSrv := &http.Server{Addr: f.cfg.ServerAddress, Handler: f.server, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idleTimeout}
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
-		{Name: "debug-server", Runner: debugserver.New(f.cfg.DebugAddress, f.registry, f.level, f.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: f.cfg.DebugAddress, Admin: f.cfg.DebugAdminAddress}, f.registry, f.level, f.logger)},
 		{Name: "http-server", Runner: httpserver.New(httpSrv, f.logger)},
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/executor"
+	"drover.dev/lib/authz"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
 	"drover.dev/rep/cellmetrics"
@@ -31,8 +32,10 @@ type rep struct {
 	registry  *prometheus.Registry
 	metrics   *grpcserver.Metrics
 	serverTLS *tls.Config
-	bbs       *client.Client
-	exec      executor.Client
+	// guard authorises the callers of the rep's gRPC server (handlers.Policy).
+	guard *authz.Guard
+	bbs   *client.Client
+	exec  executor.Client
 	// execRunner runs the executor's loops (adoption, reaping, expiry) as the first member.
 	execRunner ifrit.Runner
 	presence   *presence.Runner
@@ -58,11 +61,19 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 	if err != nil {
 		return nil, err
 	}
+	names, err := cfg.Names()
+	if err != nil {
+		return nil, err
+	}
+	guard, err := authz.ComponentGuard(names, handlers.Policy(), cfg.TLS.Enabled(), registry, logger)
+	if err != nil {
+		return nil, err
+	}
 	bbs, err := client.New(cfg.BBSAddress, clientTLS)
 	if err != nil {
 		return nil, err
 	}
-	r := &rep{cfg: cfg, logger: logger, level: level, registry: registry, metrics: metrics, serverTLS: serverTLS, bbs: bbs}
+	r := &rep{cfg: cfg, logger: logger, level: level, registry: registry, metrics: metrics, serverTLS: serverTLS, guard: guard, bbs: bbs}
 	if r.exec, r.execRunner, err = newExecutor(cfg, logger); err != nil {
 		bbs.Close()
 		return nil, fmt.Errorf("executor: %w", err)
@@ -129,7 +140,7 @@ func (r *rep) Members() ifrit.Runner {
 		{Name: "grpc-server", Runner: ifrit.RunFunc(r.runGRPCServer)},
 		{Name: "harmonizer", Runner: r.harmony},
 		{Name: "evacuator", Runner: r.evacuator},
-		{Name: "debug-server", Runner: debugserver.New(r.cfg.DebugAddress, r.registry, r.level, r.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: r.cfg.DebugAddress, Admin: r.cfg.DebugAdminAddress}, r.registry, r.level, r.logger)},
 	})
 	if !r.cfg.EvacuateOnSigterm {
 		return group
@@ -147,8 +158,8 @@ func (r *rep) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		OptionalPlacementTags: r.cfg.OptionalPlacementTags,
 	}, r.exec, r.evacuation, r.logger)
 	srv, healthServer := grpcserver.NewServer(r.serverTLS,
-		grpc.ChainUnaryInterceptor(r.metrics.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(r.metrics.StreamInterceptor()),
+		grpc.ChainUnaryInterceptor(r.metrics.UnaryInterceptor(), r.guard.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(r.metrics.StreamInterceptor(), r.guard.StreamInterceptor()),
 	)
 	api.Register(srv)
 	r.metrics.Initialize(srv)

@@ -44,10 +44,23 @@ func realBBS(t *testing.T) (*client.Client, string, certFiles) {
 	return startBBSAt(t, addr, certs), addr, certs
 }
 
-// startNATS runs an embedded NATS server on an OS-chosen port.
+// The NATS users of these tests: the emitter's, and a router's for the test's
+// subscribers (the dev stack's users, scripts/nats.sh).
+const (
+	natsEmitterUser     = "route-emitter"
+	natsEmitterPassword = "emitter-test-password-7c1e"
+	natsRouterUser      = "router"
+	natsRouterPassword  = "router-test-password-93ad"
+)
+
+// startNATS runs an embedded NATS server on an OS-chosen port that refuses clients
+// without credentials (natsEmitterUser and natsRouterUser).
 func startNATS(t *testing.T) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, Users: []*server.User{
+		{Username: natsEmitterUser, Password: natsEmitterPassword},
+		{Username: natsRouterUser, Password: natsRouterPassword},
+	}})
 	require.NoError(t, err)
 	go s.Start()
 	require.True(t, s.ReadyForConnections(waitTimeout))
@@ -61,7 +74,7 @@ func startNATS(t *testing.T) *server.Server {
 func TestRegistersARunningInstanceFromARealBBS(t *testing.T) {
 	bbs, bbsAddr, files := realBBS(t)
 	ns := startNATS(t)
-	sub, err := nats.Connect(ns.ClientURL())
+	sub, err := nats.Connect(ns.ClientURL(), nats.UserInfo(natsRouterUser, natsRouterPassword))
 	require.NoError(t, err)
 	t.Cleanup(sub.Close)
 	var mu sync.Mutex
@@ -81,6 +94,7 @@ func TestRegistersARunningInstanceFromARealBBS(t *testing.T) {
 	p := proctest.Start(t, "route-emitter", filepath.Join(binDir, "route-emitter"), "-config", proctest.WriteJSON(t, "route-emitter.json", map[string]any{
 		"listen_address": listen, "debug_address": proctest.FreeAddress(t), "bbs_address": bbsAddr, "tls": files("route-emitter"),
 		"nats_addresses": []string{ns.ClientURL()}, "state_file": filepath.Join(t.TempDir(), "state.json"),
+		"nats_username": natsEmitterUser, "nats_password_file": natsPasswordFile(t, natsEmitterPassword),
 		"lock_owner": "emitter-under-test", "lock_retry_interval": "100ms", "log_level": "debug",
 	}))
 

@@ -14,6 +14,8 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/client/lock"
+	"drover.dev/lib/authz"
+	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
@@ -54,6 +56,10 @@ func newRouteEmitter(cfg *config.Config, logger *slog.Logger, level *slog.LevelV
 			return nil, fmt.Errorf("nats_tls: %w", err)
 		}
 	}
+	natsPassword, err := libconfig.Password(cfg.NATSPassword, cfg.NATSPasswordFile)
+	if err != nil {
+		return nil, fmt.Errorf("nats_password_file: %w", err)
+	}
 	registry := debugserver.NewRegistry()
 	m, err := metrics.New(registry)
 	if err != nil {
@@ -64,7 +70,7 @@ func newRouteEmitter(cfg *config.Config, logger *slog.Logger, level *slog.LevelV
 		return nil, err
 	}
 	em := emitter.New(emitter.Options{
-		Addresses: cfg.NATSAddresses, Username: cfg.NATSUsername, Password: cfg.NATSPassword, TLS: natsTLS,
+		Addresses: cfg.NATSAddresses, Username: cfg.NATSUsername, Password: natsPassword, TLS: natsTLS,
 		RegisterInterval: cfg.RegisterInterval.Duration(), GreetInterval: cfg.GreetInterval.Duration(),
 		JitterFactor: cfg.JitterFactor, MaxMessagesPerSecond: cfg.MaxMessagesPerSecond,
 		UnregistrationInterval: cfg.UnregistrationInterval.Duration(), UnregistrationSendCount: cfg.UnregistrationSendCount,
@@ -74,7 +80,16 @@ func newRouteEmitter(cfg *config.Config, logger *slog.Logger, level *slog.LevelV
 		CellID: cfg.CellID, SyncInterval: cfg.SyncInterval.Duration(), Timeout: cfg.CommunicationTimeout.Duration(),
 		StateFile: cfg.StateFile, Logger: logger, Metrics: m,
 	})
-	srv, healthServer := grpcserver.NewServer(serverTLS)
+	names, err := cfg.Names()
+	if err != nil {
+		return nil, err
+	}
+	guard, err := authz.ComponentGuard(names, server.Policy(), cfg.TLS.Enabled(), registry, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv, healthServer := grpcserver.NewServer(serverTLS,
+		grpc.UnaryInterceptor(guard.UnaryInterceptor()), grpc.StreamInterceptor(guard.StreamInterceptor()))
 	routeemitterv1.RegisterRouteEmitterServiceServer(srv, server.New(w, em, cfg.CellID))
 	return &routeEmitter{cfg: cfg, logger: logger, level: level, registry: registry, bbs: bbs,
 		owner: lock.OwnerID(cfg.LockOwner, "route-emitter"), emitter: em, watcher: w, grpc: srv, health: healthServer}, nil
@@ -98,7 +113,7 @@ func (r *routeEmitter) StartedAttrs() []any {
 // that turns SERVING once the first sync is done.
 func (r *routeEmitter) Members() ifrit.Runner {
 	members := grouper.Members{
-		{Name: "debug-server", Runner: debugserver.New(r.cfg.DebugAddress, r.registry, r.level, r.logger)},
+		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: r.cfg.DebugAddress, Admin: r.cfg.DebugAdminAddress}, r.registry, r.level, r.logger)},
 		{Name: "nats-emitter", Runner: ifrit.RunFunc(r.emitter.Run)},
 		{Name: "grpc-server", Runner: grpcserver.New(r.cfg.ListenAddress, r.grpc, r.health, r.logger)},
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,12 +75,21 @@ func startEmitter(t *testing.T, name, bbsAddr, natsURL string, certs certFiles, 
 	cfg := map[string]any{
 		"listen_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
 		"bbs_address": bbsAddr, "tls": certs("route-emitter"), "nats_addresses": []string{natsURL},
+		"nats_username": natsEmitterUser, "nats_password_file": natsPasswordFile(t, natsEmitterPassword),
 		"state_file": filepath.Join(t.TempDir(), "state.json"), "log_level": "debug",
 		"lock_owner": name, "lock_retry_interval": "100ms",
 	}
 	maps.Copy(cfg, overrides)
 	p := proctest.Start(t, name, filepath.Join(binDir, "route-emitter"), "-config", proctest.WriteJSON(t, name+".json", cfg))
 	return &emitterUnderTest{Process: p, config: cfg}
+}
+
+// natsPasswordFile writes a NATS password to a file of its own (nats_password_file).
+func natsPasswordFile(t *testing.T, password string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nats.password")
+	require.NoError(t, os.WriteFile(path, []byte(password+"\n"), 0o600))
+	return path
 }
 
 // debugAddress is where the emitter serves /metrics.
@@ -171,10 +181,11 @@ type registerRecorder struct {
 	registers []routingtable.RegistryMessage
 }
 
-// recordRegisters subscribes to router.register on natsURL (opts add e.g. TLS).
+// recordRegisters subscribes to router.register on natsURL as natsRouterUser (opts add
+// e.g. TLS).
 func recordRegisters(t *testing.T, natsURL string, opts ...nats.Option) *registerRecorder {
 	t.Helper()
-	conn, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("test-subscriber")}, opts...)...)
+	conn, err := nats.Connect(natsURL, append([]nats.Option{nats.Name("test-subscriber"), nats.UserInfo(natsRouterUser, natsRouterPassword)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
 	r := &registerRecorder{}

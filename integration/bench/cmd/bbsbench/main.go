@@ -43,7 +43,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bbsbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.adminURL, "db", bench.DefaultAdminURL, "admin `URL` of a Postgres role that may create databases")
+	fs.StringVar(&o.adminURL, "db", bench.DefaultAdminURL(), "admin `URL` of a Postgres role that may create databases")
 	fs.IntVar(&o.cfg.LRPs, "lrps", 10000, "LRPs to desire (1 instance each)")
 	fs.IntVar(&o.cfg.Actuals, "actuals", 100000, "ActualLRPs to seed and list")
 	fs.IntVar(&o.cfg.InstancesPerLRP, "instances-per-lrp", 100, "instances per LRP when seeding ActualLRPs")

@@ -18,7 +18,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 		Concurrency: 16, ListRuns: 5, MaxConns: bench.DefaultMaxConns,
 	}, o.cfg.Settings)
 	require.Equal(t, []string{"desire", "list", "claim"}, o.cfg.Scenarios)
-	require.Equal(t, bench.DefaultAdminURL, o.adminURL)
+	require.Equal(t, bench.DefaultAdminURL(), o.adminURL)
 	require.Equal(t, slog.LevelWarn, o.logLevel)
 	require.False(t, o.jsonOut)
 }
