@@ -16,8 +16,8 @@ help:
 	@echo "make down               stop the dev stack and its Postgres"
 	@echo "make clean              make down, then delete .drover (database, certificates, logs)"
 	@echo "make status             show the dev stack's processes and health"
-	@echo "make test               proto-check, lint, unit and integration tests (what CI runs)"
-	@echo "make test-unit          unit tests only (lib, bbs, ctl)"
+	@echo "make test               proto-check, lint, unit (-race) and integration tests (what CI runs)"
+	@echo "make test-unit          unit tests only, with the race detector (every module but integration)"
 	@echo "make test-integration   the integration suite only"
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
@@ -26,7 +26,7 @@ help:
 	@echo "make build              build bbs, droverctl and devstack into bin/"
 	@echo "make proto              regenerate proto/gen with buf"
 	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
-	@echo "make lint               gofmt, go vet, buf lint"
+	@echo "make lint               gofmt, go vet, staticcheck, buf lint"
 
 deps:
 	scripts/install-deps.sh

@@ -8,6 +8,8 @@ replace drover.dev/proto => ../proto
 
 require (
 	drover.dev/lib v0.0.0
+	drover.dev/rep v0.0.0
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
@@ -44,3 +46,7 @@ require (
 )
 
 replace drover.dev/lib => ../lib
+
+replace drover.dev/rep => ../rep
+
+replace drover.dev/executor => ../executor

@@ -7,12 +7,15 @@ require (
 	drover.dev/fileserver v0.0.0
 	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
+	drover.dev/rep v0.0.0
+	github.com/google/uuid v1.6.0
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -23,7 +26,9 @@ require (
 
 replace (
 	drover.dev/bbs => ../bbs
+	drover.dev/executor => ../executor
 	drover.dev/fileserver => ../fileserver
 	drover.dev/lib => ../lib
 	drover.dev/proto => ../proto
+	drover.dev/rep => ../rep
 )

@@ -3,6 +3,7 @@ module drover.dev/executor
 go 1.26.0
 
 require (
+	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
 	github.com/containerd/cgroups/v3 v3.0.5
 	github.com/containerd/containerd v1.7.35
@@ -47,7 +48,7 @@ require (
 	github.com/moby/sys/mountinfo v0.7.1 // indirect
 	github.com/moby/sys/sequential v0.5.0 // indirect
 	github.com/moby/sys/signal v0.7.0 // indirect
-	github.com/moby/sys/user v0.3.0 // indirect
+	github.com/moby/sys/user v0.3.0
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/selinux v1.13.1 // indirect
@@ -72,3 +73,5 @@ require (
 )
 
 replace drover.dev/proto => ../proto
+
+replace drover.dev/lib => ../lib

@@ -56,17 +56,18 @@ func TestClusterState(t *testing.T) {
 			return err
 		}
 		require.NoError(t, acquire(c0, "owner-a"))
-		// While owner-a renews (every ~0.5s), owner-b on the other replica never gets the lock.
-		var lastRenewal time.Time
-		for range 4 {
-			for range 5 {
-				err := acquire(c1, "owner-b")
-				require.True(t, errors.Is(models.FromError(err), models.ErrLockCollision), "got %v", err)
-				time.Sleep(100 * time.Millisecond) // the contender's retry interval
-			}
-			lastRenewal = time.Now()
-			require.NoError(t, acquire(c0, "owner-a"))
+		// While owner-a renews, owner-b on the other replica never gets the lock, for
+		// longer than its TTL: each round (paced like require.Eventually's polls) renews
+		// and contends once.
+		rounds := time.NewTicker(100 * time.Millisecond)
+		defer rounds.Stop()
+		for until := time.Now().Add(ttl*time.Second + time.Second); time.Now().Before(until); <-rounds.C {
+			require.NoError(t, acquire(c0, "owner-a"), "owner-a renews")
+			err := acquire(c1, "owner-b")
+			require.True(t, errors.Is(models.FromError(err), models.ErrLockCollision), "got %v", err)
 		}
+		lastRenewal := time.Now()
+		require.NoError(t, acquire(c0, "owner-a"))
 		held, err := c1.FetchLock(callCtx(t), &bbsv1.FetchLockRequest{Key: key})
 		require.NoError(t, err)
 		require.Equal(t, "owner-a", held.GetLock().GetOwner())

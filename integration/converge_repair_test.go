@@ -93,7 +93,8 @@ func TestConvergeDeletedRow(t *testing.T) {
 }
 
 // TestConvergeStrayContainer (issue 4, acceptance 4a): a container started by hand in a
-// cell's containerd namespace (ctr run, no drover label, no BBS record) is removed by
+// cell's containerd namespace (as `ctr run -d` would: no drover label, no BBS record;
+// devstack.Containerd.RunDetached through the containerd client) is removed by
 // the rep's executor on its reap interval (shortened here to 1 s), while the instance it
 // runs for the BBS keeps running.
 func TestConvergeStrayContainer(t *testing.T) {
@@ -110,9 +111,9 @@ func TestConvergeStrayContainer(t *testing.T) {
 	images, err := cs.Containerd.Images(t.Context(), ns)
 	require.NoError(t, err)
 	require.NotEmpty(t, images, "the cell imported its busybox image")
-	// The reaper may win the race against ctr itself (it removes the container between
-	// its creation and its task's start, and ctr fails); then start another stray. Once
-	// ctr succeeded, a stray container ran in the namespace.
+	// The reaper may win the race against RunDetached itself (it removes the container
+	// between its creation and its task's start, and RunDetached fails); then start
+	// another stray. Once RunDetached succeeded, a stray container ran in the namespace.
 	var stray string
 	for attempt := 1; ; attempt++ {
 		stray = fmt.Sprintf("stray-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), attempt)
@@ -120,7 +121,7 @@ func TestConvergeStrayContainer(t *testing.T) {
 		if err == nil {
 			break
 		}
-		require.Less(t, attempt, 5, "ctr run kept failing: %v", err)
+		require.Less(t, attempt, 5, "starting the stray container kept failing: %v", err)
 		t.Logf("attempt %d: the stray container did not start (the reaper may have removed it mid-creation): %v", attempt, err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/integration/devstack"
+	"drover.dev/lib/testenv"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -130,17 +132,14 @@ func callCtx(t *testing.T) context.Context {
 }
 
 // grpcurlPath returns the grpcurl that scripts/install-deps.sh installs. It is a
-// prerequisite: outside CI its absence skips the test, in CI it fails it.
+// prerequisite: its absence skips the test (testenv.Missing), or fails it in make test.
 func grpcurlPath(t *testing.T) string {
 	t.Helper()
 	root, err := devstack.FindRoot()
 	require.NoError(t, err)
 	path := filepath.Join(devstack.BinDir(root), "grpcurl")
 	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("grpcurl is missing at %s: scripts/install-deps.sh must install it", path)
-		}
-		t.Skipf("grpcurl is missing at %s (run scripts/install-deps.sh)", path)
+		testenv.Missing(t, "grpcurl", fmt.Sprintf("not at %s: run scripts/install-deps.sh", path))
 	}
 	return path
 }

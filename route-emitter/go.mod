@@ -6,6 +6,7 @@ require (
 	drover.dev/bbs v0.0.0
 	drover.dev/lib v0.0.0
 	drover.dev/proto v0.0.0
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0

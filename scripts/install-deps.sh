@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what drover needs on a Debian machine, and only what is missing:
 #   - Debian packages (postgresql, nats-server, containerd, runc, CNI plugins, ...), via apt-get
-#   - Go tools (grpcurl, buf) into $DROVER_BIN (default: <repo>/bin), via go install
+#   - Go tools (grpcurl, buf, staticcheck) into $DROVER_BIN (default: <repo>/bin), via go install
 # Idempotent, non-interactive (works as root with no stdin). Needs Go >= 1.26 on PATH or in
 # /usr/local/go/bin.
 #   scripts/install-deps.sh          # everything
@@ -14,11 +14,13 @@ export PATH="$bin:$PATH:/usr/local/go/bin"
 apt_packages=(
   postgresql nats-server containerd runc containernetworking-plugins iptables
   busybox-static iproute2 curl jq ca-certificates
+  gcc libc6-dev # cgo, which go test -race needs
 )
 # Go tools: name, package@version. The version must match the go.mod tool pins.
 go_tools=(
   "grpcurl github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4"
   "buf github.com/bufbuild/buf/cmd/buf@v1.75.0"
+  "staticcheck honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 )
 
 say() { echo "install-deps: $*" >&2; }

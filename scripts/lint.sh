@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Static checks: gofmt (no file may need formatting), go vet on every workspace module, and
-# buf lint on the protos. Runs them all, prints every finding, and exits non-zero if any
+# Static checks: gofmt (no file may need formatting), go vet and staticcheck on every
+# workspace module, and buf lint on the protos. Runs them all, prints every finding, and exits non-zero if any
 # check failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="$PATH:/usr/local/go/bin"
 buf=${DROVER_BIN:-$root/bin}/buf
+staticcheck=${DROVER_BIN:-$root/bin}/staticcheck
 failed=()
 
 # Module directories from go.work ("use" entries), e.g. bbs ctl integration lib proto.
@@ -22,6 +23,14 @@ fi
 
 echo "lint: go vet ($(echo $modules))"
 go vet $(for m in $modules; do echo "./$m/..."; done) || failed+=("go vet")
+
+echo "lint: staticcheck"
+if [ ! -x "$staticcheck" ]; then
+  echo "staticcheck is missing at $staticcheck (run scripts/install-deps.sh)" >&2
+  failed+=(staticcheck)
+else
+  "$staticcheck" $(for m in $modules; do echo "./$m/..."; done) || failed+=(staticcheck)
+fi
 
 echo "lint: buf lint"
 if [ ! -x "$buf" ]; then

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # What `make test` and CI run: install what is missing, start the private Postgres, check
-# that generated code is current and the code is linted, then run every module's tests
-# (unit and integration), run every fuzz target briefly, and print a summary. Non-zero
-# when anything fails.
+# that generated code is current and the code is linted (gofmt, go vet, staticcheck, buf),
+# then run every module's tests (the unit packages with the race detector, the
+# integration suite without it), run every fuzz target briefly, and print a summary.
+# Non-zero when anything fails.
 #   scripts/test.sh            # everything
 #   scripts/test.sh unit       # every module but the integration suite
 #   scripts/test.sh integration
+# Tests that need root, Postgres or containerd skip themselves when those are missing
+# (lib/testenv); here DROVER_REQUIRE_ALL=1 turns every such skip into a failure, so that
+# nothing is skipped silently.
 # Environment: FUZZ_TIME, how long each fuzz target runs in `all` mode (default 5s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export PATH="$PATH:/usr/local/go/bin"
+export DROVER_REQUIRE_ALL=1
 
 what=${1:-all}
 unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/... ./converger/... ./route-emitter/... ./fileserver/...)
 integration_pkgs=(./integration/...)
 case "$what" in
-  all) pkgs=("${unit_pkgs[@]}" "${integration_pkgs[@]}") ;;
-  unit) pkgs=("${unit_pkgs[@]}") ;;
-  integration) pkgs=("${integration_pkgs[@]}") ;;
+  all | unit | integration) ;;
   *) echo "usage: $0 [all|unit|integration]" >&2; exit 2 ;;
 esac
 
@@ -65,10 +68,26 @@ if [ "$what" = all ]; then
   scripts/lint.sh || status=1
 fi
 
-step "go test ${pkgs[*]}"
-summary=$(mktemp)
-trap 'rm -f "$summary"' EXIT
-GOTEST_SUMMARY=$summary scripts/gotest.sh "${pkgs[@]}" || status=1
+summaries=()
+trap 'rm -f "${summaries[@]}"' EXIT
+# run_tests FLAGS PACKAGES...: scripts/gotest.sh with GOTEST_FLAGS=FLAGS; its summary
+# line goes to a file of summaries.
+run_tests() {
+  local flags=$1 summary
+  shift
+  summary=$(mktemp)
+  summaries+=("$summary")
+  step "go test $flags $*"
+  GOTEST_FLAGS="${GOTEST_FLAGS:-} $flags" GOTEST_SUMMARY=$summary scripts/gotest.sh "$@"
+}
+if [ "$what" != integration ]; then
+  run_tests -race "${unit_pkgs[@]}" || status=1
+fi
+if [ "$what" != unit ]; then
+  # Without -race: the suite drives real processes, where the race detector's cost
+  # (several times the CPU) buys little; the binaries' own packages run with it above.
+  run_tests "" "${integration_pkgs[@]}" || status=1
+fi
 
 if [ "$what" = all ]; then
   step "fuzz targets, ${FUZZ_TIME:-5s} each"
@@ -81,5 +100,7 @@ if [ "$status" -eq 0 ]; then
 else
   echo "make test: FAILED (see above)"
 fi
-cat "$summary" # the test counts stay the last line
+# The test counts stay the last line: the sum of the runs' "tests: N passed, N failed,
+# N skipped" lines.
+cat "${summaries[@]}" | awk '{ p += $2; f += $4; s += $6 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s }'
 exit "$status"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"drover.dev/bbs/client/lock"
 	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
@@ -18,8 +19,6 @@ const (
 	DefaultBBSAddress              = "127.0.0.1:8889"
 	DefaultCellStateTimeout        = 10 * time.Second
 	DefaultCommunicationTimeout    = 10 * time.Second
-	DefaultLockTTL                 = 15 * time.Second
-	DefaultLockRetryInterval       = 5 * time.Second
 	DefaultStartingContainerWeight = 0.25
 	DefaultLogLevel                = "info"
 	DefaultAuctionRunnerWorkers    = 1000
@@ -43,10 +42,9 @@ type Config struct {
 	IdentityCommonNames  map[string]string  `json:"identity_common_names,omitempty"`
 	CellStateTimeout     libconfig.Duration `json:"cell_state_timeout"`
 	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
-	LockTTL              libconfig.Duration `json:"lock_ttl"`
-	LockRetryInterval    libconfig.Duration `json:"lock_retry_interval"`
-	// LockOwner identifies this auctioneer in the lock (default: a random id).
-	LockOwner                     string  `json:"lock_owner,omitempty"`
+	// Config is the auctioneer lock's lock_ttl, lock_retry_interval and lock_owner
+	// (default "auctioneer-<random hex>").
+	lock.Config
 	StartingContainerWeight       float64 `json:"starting_container_weight"`
 	BinPackFirstFitWeight         float64 `json:"bin_pack_first_fit_weight"`
 	StartingContainerCountMaximum int     `json:"starting_container_count_maximum"`
@@ -63,8 +61,7 @@ func Default() Config {
 		BBSAddress:              DefaultBBSAddress,
 		CellStateTimeout:        libconfig.Duration(DefaultCellStateTimeout),
 		CommunicationTimeout:    libconfig.Duration(DefaultCommunicationTimeout),
-		LockTTL:                 libconfig.Duration(DefaultLockTTL),
-		LockRetryInterval:       libconfig.Duration(DefaultLockRetryInterval),
+		Config:                  lock.DefaultConfig(),
 		StartingContainerWeight: DefaultStartingContainerWeight,
 		LogLevel:                DefaultLogLevel,
 		AuctionRunnerWorkers:    DefaultAuctionRunnerWorkers,
@@ -93,19 +90,16 @@ func (c *Config) Validate() error {
 	if _, err := c.Names(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.ValidateLock())
 	for _, d := range []struct {
 		field string
 		value libconfig.Duration
 	}{
 		{"cell_state_timeout", c.CellStateTimeout}, {"communication_timeout", c.CommunicationTimeout},
-		{"lock_ttl", c.LockTTL}, {"lock_retry_interval", c.LockRetryInterval},
 	} {
 		if d.value <= 0 {
 			errs = append(errs, libconfig.Invalid(d.field, "must be positive, got %s", d.value.Duration()))
 		}
-	}
-	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
-		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
 	}
 	if c.AuctionRunnerWorkers <= 0 {
 		errs = append(errs, libconfig.Invalid("auction_runner_workers", "must be positive, got %d", c.AuctionRunnerWorkers))

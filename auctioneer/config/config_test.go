@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/bbs/client/lock"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/tlsconfig"
 )
@@ -15,7 +16,7 @@ import (
 func TestDefaultIsValid(t *testing.T) {
 	cfg := Default()
 	require.NoError(t, cfg.Validate())
-	require.Equal(t, DefaultLockTTL, cfg.LockTTL.Duration())
+	require.Equal(t, lock.DefaultTTL, cfg.LockTTL.Duration())
 	require.Equal(t, DefaultStartingContainerWeight, cfg.StartingContainerWeight)
 	require.Equal(t, DefaultAuctionRunnerWorkers, cfg.AuctionRunnerWorkers)
 	cfg.DebugAddress, cfg.DebugAdminAddress = "0.0.0.0:9017", "unix:/run/drover/auctioneer-debug.sock"
@@ -37,9 +38,7 @@ func TestValidateRules(t *testing.T) {
 		{"tls incomplete", func(c *Config) { c.TLS = tlsconfig.Files{CAFile: "ca.pem"} }, "tls: cert_file is required"},
 		{"cell state timeout", func(c *Config) { c.CellStateTimeout = 0 }, "cell_state_timeout: must be positive, got 0s"},
 		{"communication timeout", func(c *Config) { c.CommunicationTimeout = -1 }, "communication_timeout: must be positive, got -1ns"},
-		{"lock ttl", func(c *Config) { c.LockTTL = 0 }, "lock_ttl: must be positive, got 0s"},
-		{"lock retry interval", func(c *Config) { c.LockRetryInterval = 0 }, "lock_retry_interval: must be positive, got 0s"},
-		{"retry not shorter than ttl", func(c *Config) { c.LockRetryInterval = libconfig.Duration(15 * time.Second) }, "lock_retry_interval: must be shorter than lock_ttl (15s), got 15s"},
+		{"lock: retry not shorter than ttl (every rule: bbs/client/lock)", func(c *Config) { c.LockRetryInterval = libconfig.Duration(15 * time.Second) }, "lock_retry_interval: must be shorter than lock_ttl (15s), got 15s"},
 		{"workers", func(c *Config) { c.AuctionRunnerWorkers = 0 }, "auction_runner_workers: must be positive, got 0"},
 		{"identity common names", func(c *Config) { c.IdentityCommonNames = map[string]string{"cell:x": "operator"} },
 			`identity_common_names: "cell:x" starts with the cell prefix "cell:"`},

@@ -6,10 +6,10 @@ import (
 	"google.golang.org/grpc"
 
 	"drover.dev/bbs/client"
-	"drover.dev/bbs/server"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
+	repclient "drover.dev/rep/client"
 )
 
 // BBS is what the runner needs from the BBS.
@@ -53,10 +53,10 @@ func (b bbsClient) RejectTask(ctx context.Context, taskGuid, reason string) erro
 	return err
 }
 
-// NewRepFactory adapts the BBS's rep client factory (one mTLS connection per
-// rep_address, shared with the BBS so that both dial reps the same way).
-func NewRepFactory(f server.RepClientFactory) RepFactory { return repFactory{f: f} }
+// NewRepFactory adapts the rep client pool (one mTLS connection per rep_address, the
+// way the BBS and droverctl dial reps too).
+func NewRepFactory(p *repclient.Pool) RepFactory { return repFactory{p: p} }
 
-type repFactory struct{ f server.RepClientFactory }
+type repFactory struct{ p *repclient.Pool }
 
-func (r repFactory) Rep(cell *modelsv1.CellPresence) (Rep, error) { return r.f.RepClient(cell) }
+func (r repFactory) Rep(cell *modelsv1.CellPresence) (Rep, error) { return r.p.For(cell) }

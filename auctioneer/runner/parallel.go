@@ -1,22 +1,17 @@
 package runner
 
-import "sync"
+import "golang.org/x/sync/errgroup"
 
-// forEach calls fn(i) for i in [0, n) on at most workers goroutines and waits.
+// forEach calls fn(i) for i in [0, n) on at most workers goroutines at a time (at least
+// one) and waits for every call.
 func forEach(n, workers int, fn func(i int)) {
-	workers = max(1, min(workers, n))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				fn(i)
-			}
+	var g errgroup.Group
+	g.SetLimit(max(1, workers))
+	for i := range n {
+		g.Go(func() error {
+			fn(i)
+			return nil
 		})
 	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait() // fn reports nothing
 }

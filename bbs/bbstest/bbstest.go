@@ -48,8 +48,8 @@ func Start(t testing.TB, binary, addr string, certs Certs) *client.Client {
 	t.Helper()
 	p := proctest.Start(t, "bbs", binary, "-config", proctest.WriteJSON(t, "bbs.json", map[string]any{
 		"grpc_address":     addr,
-		"http_address":     proctest.FreeAddress(t),
-		"debug_address":    proctest.FreeAddress(t),
+		"http_address":     proctest.ReserveAddress(t),
+		"debug_address":    proctest.ReserveAddress(t),
 		"database_url":     storetest.NewDatabase(t),
 		"tls":              certs("bbs"),
 		"encryption_keys":  map[string]string{"k1": "a passphrase for tests"},

@@ -33,11 +33,11 @@ func withDatabaseFields(t *testing.T, fields map[string]any) string {
 
 func TestDatabasePasswordFileIsRead(t *testing.T) {
 	file := passwordFile(t, "s3cret")
-	cfg, err := Load(write(t, withField(t, "database_password_file", file)))
+	_, err := Load(write(t, withField(t, "database_password_file", file)))
 	require.Error(t, err, "minimal's URL holds a password already")
 	require.ErrorContains(t, err, "database_password_file: database_url already holds a password")
 
-	cfg, err = Load(write(t, withDatabaseFields(t, map[string]any{
+	cfg, err := Load(write(t, withDatabaseFields(t, map[string]any{
 		"database_url":           "postgres://drover@127.0.0.1:54329/drover?sslmode=disable",
 		"database_password_file": file,
 	})))

@@ -21,6 +21,7 @@ import (
 	"drover.dev/bbs/server"
 	"drover.dev/bbs/store"
 	"drover.dev/bbs/store/storetest"
+	repclient "drover.dev/rep/client"
 )
 
 // realBBS is the HTTP API over a real BBS (the gRPC services with their interceptors, on a
@@ -33,7 +34,9 @@ type realBBS struct {
 func newRealBBS(t *testing.T) *realBBS {
 	t.Helper()
 	db := storetest.NewStore(t)
-	api := server.New(server.Deps{DB: db, Reps: server.NewRepClientFactory(nil)})
+	reps := repclient.NewPool(nil, repclient.Options{})
+	t.Cleanup(func() { _ = reps.Close() })
+	api := server.New(server.Deps{DB: db, Reps: reps})
 	t.Cleanup(api.Wait)
 	listener := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(

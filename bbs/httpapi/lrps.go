@@ -2,11 +2,10 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
+	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -151,23 +150,17 @@ func (a *api) writeActualLRPs(w http.ResponseWriter, r *http.Request, req *bbsv1
 
 // fetchActualLRPs drains the ListActualLRPs stream into views (never nil).
 func (a *api) fetchActualLRPs(r *http.Request, req *bbsv1.ListActualLRPsRequest) ([]jsonapi.ActualLRP, error) {
-	stream, err := a.bbs.ListActualLRPs(r.Context(), req)
-	if err != nil {
-		return nil, err
-	}
 	views := []jsonapi.ActualLRP{}
-	for {
-		batch, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return views, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := client.EachActualLRPBatch(r.Context(), a.bbs, req, func(batch *bbsv1.ListActualLRPsResponse) error {
 		for _, lrp := range batch.GetActualLrps() {
 			views = append(views, jsonapi.ActualLRPView(lrp))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return views, nil
 }
 
 // pathIndex parses the {index} path segment as a non-negative instance index.

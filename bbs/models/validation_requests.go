@@ -1,6 +1,8 @@
 package models
 
 import (
+	"fmt"
+
 	"google.golang.org/protobuf/proto"
 
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -11,7 +13,8 @@ import (
 // the single place of request validation (the gRPC server calls it for every call).
 // Besides the rules of each request type, every message obeys the limits of limits.go
 // (every string bounded and without NUL, map keys are identifiers, nesting bounded).
-// Unknown types are valid. Failures are one InvalidRequest *Error naming every violated
+// A type that is not the request of a drover.bbs.v1 method is refused, so that no RPC
+// escapes validation. Failures are one InvalidRequest *Error naming every violated
 // field and rule.
 //
 // Field paths are those of the request message, except that the DesiredLRP of a
@@ -19,15 +22,18 @@ import (
 // top level ("process_guid", "instances"), as the LRP API sends them as the body.
 func ValidateRequest(req any) error {
 	var v violations
-	v.request(req)
+	if !v.request(req) {
+		return NewError(ErrTypeInvalidRequest, "unknown request type %s: it has no validation rules", requestTypeName(req))
+	}
 	if root := boundsRoot(req); root != nil {
 		v.stringBounds("", root.ProtoReflect(), 0)
 	}
 	return v.err()
 }
 
-// request applies the rules of each request type.
-func (v *violations) request(req any) {
+// request applies the rules of each request type; it reports false for a type it does
+// not know.
+func (v *violations) request(req any) bool {
 	switch r := req.(type) {
 	case *bbsv1.DesireLRPRequest:
 		v.desiredLRP("", r.GetDesiredLrp())
@@ -48,6 +54,9 @@ func (v *violations) request(req any) {
 		v.filterIdentifiers("process_guids", r.GetProcessGuids())
 	case *bbsv1.ListDesiredLRPRoutingInfosRequest:
 		v.filterIdentifiers("process_guids", r.GetProcessGuids())
+	case *bbsv1.ListDomainsRequest, *bbsv1.ListCellsRequest, *bbsv1.ListLocksRequest,
+		*bbsv1.SnapshotRequest, *bbsv1.GetConvergerStatusRequest:
+		// No fields: nothing to check but the limits.
 
 	case *bbsv1.ListActualLRPsRequest:
 		v.identifier("domain", r.GetDomain())
@@ -144,6 +153,9 @@ func (v *violations) request(req any) {
 	case *bbsv1.SubscribeRequest:
 		v.identifier("cell_id", r.GetCellId())
 
+	case *bbsv1.ApplyLRPActionsRequest, *bbsv1.ApplyTaskActionsRequest:
+		// Each action is checked where it is applied: the store refuses a malformed
+		// action alone (its result says why) and applies the others.
 	case *bbsv1.SetConvergerPausedRequest:
 		v.maxLength("reason", r.GetReason(), MaxReasonLength)
 	case *bbsv1.ReportConvergencePassRequest:
@@ -160,7 +172,19 @@ func (v *violations) request(req any) {
 		for i, guid := range r.GetTaskGuids() {
 			v.requiredIdentifier(item("task_guids", i), guid)
 		}
+	default:
+		return false
 	}
+	return true
+}
+
+// requestTypeName names a request's type for the refusal of an unknown one: its
+// protobuf full name, else its Go type.
+func requestTypeName(req any) string {
+	if m, ok := req.(proto.Message); ok {
+		return string(m.ProtoReflect().Descriptor().FullName())
+	}
+	return fmt.Sprintf("%T", req)
 }
 
 // filterIdentifiers checks a list of identifiers a read filters by.

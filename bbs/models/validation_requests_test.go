@@ -9,6 +9,8 @@ import (
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -58,8 +60,14 @@ func TestValidateRequestAcceptsValidRequests(t *testing.T) {
 		&bbsv1.FetchLockRequest{Key: "auctioneer"},
 		&bbsv1.SubscribeRequest{},
 		(*bbsv1.SubscribeRequest)(nil),
-		"not a request",
-		nil,
+		&bbsv1.ListDomainsRequest{},
+		&bbsv1.ListCellsRequest{},
+		&bbsv1.ListLocksRequest{},
+		&bbsv1.SnapshotRequest{},
+		&bbsv1.GetConvergerStatusRequest{},
+		&bbsv1.SetConvergerPausedRequest{Paused: true, Reason: "maintenance"},
+		&bbsv1.ApplyLRPActionsRequest{Actions: []*bbsv1.LRPAction{{Reason: "extra index"}}},
+		&bbsv1.ApplyTaskActionsRequest{Actions: []*bbsv1.TaskAction{{Reason: "expired"}}},
 	}
 	for _, req := range cases {
 		t.Run(typeName(req), func(t *testing.T) {
@@ -170,6 +178,10 @@ func TestValidateRequestRejectsInvalidRequests(t *testing.T) {
 		{"acquire lock", &bbsv1.AcquireLockRequest{}, []string{"invalid field key: required", "invalid field owner: required", "invalid field ttl_seconds: must be > 0"}},
 		{"release lock", &bbsv1.ReleaseLockRequest{Key: "k"}, []string{"invalid field owner: required"}},
 		{"fetch lock", &bbsv1.FetchLockRequest{}, []string{"invalid field key: required"}},
+		{"unknown message type", &modelsv1.ActualLRP{}, []string{"unknown request type drover.models.v1.ActualLRP"}},
+		{"response type", &bbsv1.GetTaskResponse{}, []string{"unknown request type drover.bbs.v1.GetTaskResponse"}},
+		{"not a message", "not a request", []string{"unknown request type string"}},
+		{"nil", nil, []string{"unknown request type <nil>"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,4 +237,61 @@ func TestValidateDesiredLRPUpdate(t *testing.T) {
 	requireInvalid(t, models.ValidateDesiredLRPUpdate(nil), "invalid field update: required")
 	requireInvalid(t, models.ValidateDesiredLRPUpdate(&modelsv1.DesiredLRPUpdate{ImagePassword: proto.String("p")}),
 		"invalid field image_username: required when image_password is set")
+}
+
+// acceptsEmpty are the drover.bbs.v1 requests whose every field is optional: an empty
+// one is valid, knowingly.
+var acceptsEmpty = map[protoreflect.FullName]bool{
+	"drover.bbs.v1.ListDesiredLRPsRequest":               true,
+	"drover.bbs.v1.ListDesiredLRPSchedulingInfosRequest": true,
+	"drover.bbs.v1.ListDesiredLRPRoutingInfosRequest":    true,
+	"drover.bbs.v1.ListActualLRPsRequest":                true,
+	"drover.bbs.v1.ListTasksRequest":                     true,
+	"drover.bbs.v1.ListDomainsRequest":                   true,
+	"drover.bbs.v1.ListCellsRequest":                     true,
+	"drover.bbs.v1.ListLocksRequest":                     true,
+	"drover.bbs.v1.SubscribeRequest":                     true,
+	"drover.bbs.v1.SnapshotRequest":                      true,
+	"drover.bbs.v1.ApplyLRPActionsRequest":               true,
+	"drover.bbs.v1.ApplyTaskActionsRequest":              true,
+	"drover.bbs.v1.GetConvergerStatusRequest":            true,
+	"drover.bbs.v1.SetConvergerPausedRequest":            true,
+	"drover.bbs.v1.RequestAuctionsRequest":               true,
+}
+
+// TestEveryRPCIsValidated walks every method of every drover.bbs.v1 service in the
+// generated descriptors and validates an empty request of its input type: it is either
+// refused for what it lacks or, for the requests in acceptsEmpty, accepted. It is never
+// refused as an unknown type, so that a new RPC cannot skip validation.
+func TestEveryRPCIsValidated(t *testing.T) {
+	seen := map[protoreflect.FullName]bool{}
+	methods := 0
+	protoregistry.GlobalFiles.RangeFilesByPackage("drover.bbs.v1", func(f protoreflect.FileDescriptor) bool {
+		for i := range f.Services().Len() {
+			service := f.Services().Get(i)
+			for j := range service.Methods().Len() {
+				method := service.Methods().Get(j)
+				methods++
+				input := method.Input().FullName()
+				seen[input] = true
+				t.Run(string(method.FullName()), func(t *testing.T) {
+					typ, err := protoregistry.GlobalTypes.FindMessageByName(input)
+					require.NoError(t, err)
+					err = models.ValidateRequest(typ.New().Interface())
+					if acceptsEmpty[input] {
+						require.NoError(t, err, "an empty %s is valid", input)
+						return
+					}
+					require.Error(t, err, "an empty %s lacks required fields", input)
+					require.NotContains(t, err.Error(), "unknown request type")
+					requireInvalid(t, err, ": required")
+				})
+			}
+		}
+		return true
+	})
+	require.NotZero(t, methods, "the drover.bbs.v1 descriptors are registered")
+	for name := range acceptsEmpty {
+		require.True(t, seen[name], "acceptsEmpty names %s, the input of no method", name)
+	}
 }

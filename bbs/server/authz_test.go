@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -438,7 +439,8 @@ func bbsCases() []authzCase {
 			if err != nil {
 				return err
 			}
-			if err := stream.SendMsg(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+			// io.EOF: the server ended the stream (a refusal); RecvMsg returns its status.
+			if err := stream.SendMsg(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && !errors.Is(err, io.EOF) {
 				return err
 			}
 			return stream.RecvMsg(&reflectionpb.ServerReflectionResponse{})
@@ -458,7 +460,8 @@ func reflect(ctx context.Context, c *client.Client, _ world) error {
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+	// io.EOF: the server ended the stream (a refusal); Recv returns its status.
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	_, err = stream.Recv()

@@ -45,9 +45,6 @@ type cellService struct {
 
 // HeartbeatCell creates or renews a cell's presence for ttl_seconds.
 func (s *cellService) HeartbeatCell(ctx context.Context, req *bbsv1.HeartbeatCellRequest) (*bbsv1.HeartbeatCellResponse, error) {
-	if req.GetCellPresence() == nil {
-		return nil, missing("cell_presence")
-	}
 	if err := s.dbFor(ctx).HeartbeatCell(ctx, req.GetCellPresence(), seconds(req.GetTtlSeconds())); err != nil {
 		return nil, err
 	}

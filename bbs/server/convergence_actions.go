@@ -35,7 +35,7 @@ func (s *convergenceService) ApplyLRPActions(ctx context.Context, req *bbsv1.App
 			toStop = append(toStop, outcome.ToStop)
 		}
 	}
-	s.stopActualLRPs(toStop, RetireActualLRPAttempts)
+	s.stopActualLRPs(ctx, toStop, RetireActualLRPAttempts)
 	if req.GetDeferAuction() {
 		return &bbsv1.ApplyLRPActionsResponse{Results: results}, nil
 	}
@@ -66,6 +66,6 @@ func (s *convergenceService) auctionIndices(ctx context.Context, indices map[str
 		sent += len(idx)
 		reqs = append(reqs, models.LRPStartRequest(si, idx))
 	}
-	s.requestLRPAuction(reqs...)
+	s.requestLRPAuction(ctx, reqs...)
 	return sent, nil
 }

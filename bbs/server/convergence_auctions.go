@@ -21,7 +21,7 @@ func (s *convergenceService) RequestAuctions(ctx context.Context, req *bbsv1.Req
 		return nil, err
 	}
 	tasks := s.pendingTasks(ctx, req.GetTaskGuids())
-	s.auctionTask(tasks...)
+	s.auctionTask(ctx, tasks...)
 	return &bbsv1.RequestAuctionsResponse{LrpIndices: int32(sent), Tasks: int32(len(tasks))}, nil
 }
 

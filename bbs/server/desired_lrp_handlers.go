@@ -17,9 +17,6 @@ type desiredLRPService struct {
 // DesireLRP stores the LRP with its UNCLAIMED instances and asks for their placement.
 func (s *desiredLRPService) DesireLRP(ctx context.Context, req *bbsv1.DesireLRPRequest) (*bbsv1.DesireLRPResponse, error) {
 	lrp := req.GetDesiredLrp()
-	if lrp == nil {
-		return nil, missing("desired_lrp")
-	}
 	models.PrepareDesiredLRP(lrp)
 	change, err := s.dbFor(ctx).DesireLRP(ctx, lrp)
 	if err != nil {
@@ -29,21 +26,18 @@ func (s *desiredLRPService) DesireLRP(ctx context.Context, req *bbsv1.DesireLRPR
 	if desired == nil {
 		desired = lrp
 	}
-	s.auctionCreated(desired, change.Created)
+	s.auctionCreated(ctx, desired, change.Created)
 	return &bbsv1.DesireLRPResponse{}, nil
 }
 
 // UpdateDesiredLRP applies the update, auctions new instances and stops extra ones.
 func (s *desiredLRPService) UpdateDesiredLRP(ctx context.Context, req *bbsv1.UpdateDesiredLRPRequest) (*bbsv1.UpdateDesiredLRPResponse, error) {
-	if req.GetUpdate() == nil {
-		return nil, missing("update")
-	}
 	change, err := s.dbFor(ctx).UpdateDesiredLRP(ctx, req.GetProcessGuid(), req.GetUpdate())
 	if err != nil {
 		return nil, err
 	}
-	s.auctionCreated(change.After, change.Created)
-	s.stopActualLRPs(change.ToStop, 1)
+	s.auctionCreated(ctx, change.After, change.Created)
+	s.stopActualLRPs(ctx, change.ToStop, 1)
 	return &bbsv1.UpdateDesiredLRPResponse{}, nil
 }
 
@@ -53,7 +47,7 @@ func (s *desiredLRPService) RemoveDesiredLRP(ctx context.Context, req *bbsv1.Rem
 	if err != nil {
 		return nil, err
 	}
-	s.stopActualLRPs(change.ToStop, 1)
+	s.stopActualLRPs(ctx, change.ToStop, 1)
 	return &bbsv1.RemoveDesiredLRPResponse{}, nil
 }
 
@@ -87,9 +81,6 @@ func (s *desiredLRPService) ListDesiredLRPSchedulingInfos(ctx context.Context, r
 // GetDesiredLRPSchedulingInfo fetches one scheduling view.
 func (s *desiredLRPService) GetDesiredLRPSchedulingInfo(ctx context.Context, req *bbsv1.GetDesiredLRPSchedulingInfoRequest) (*bbsv1.GetDesiredLRPSchedulingInfoResponse, error) {
 	guid := req.GetProcessGuid()
-	if guid == "" {
-		return nil, missing("process_guid")
-	}
 	infos, err := s.dbFor(ctx).ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: []string{guid}})
 	if err != nil {
 		return nil, err
@@ -107,10 +98,4 @@ func (s *desiredLRPService) ListDesiredLRPRoutingInfos(ctx context.Context, req 
 		return nil, err
 	}
 	return &bbsv1.ListDesiredLRPRoutingInfosResponse{RoutingInfos: infos}, nil
-}
-
-// missing is the error for a required field the request lacks (normally caught
-// earlier by the validating interceptor).
-func missing(field string) error {
-	return models.NewError(models.ErrTypeInvalidRequest, "invalid field %s: required", field)
 }

@@ -15,7 +15,7 @@ func (s *actualLRPService) EvacuateClaimedActualLRP(ctx context.Context, req *bb
 	if err != nil {
 		return nil, err
 	}
-	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	s.auctionEvacuated(ctx, req.GetActualLrpKey(), result)
 	return &bbsv1.EvacuateClaimedActualLRPResponse{KeepContainer: result.KeepContainer}, nil
 }
 
@@ -27,7 +27,7 @@ func (s *actualLRPService) EvacuateRunningActualLRP(ctx context.Context, req *bb
 	if err != nil {
 		return nil, err
 	}
-	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	s.auctionEvacuated(ctx, req.GetActualLrpKey(), result)
 	return &bbsv1.EvacuateRunningActualLRPResponse{KeepContainer: result.KeepContainer}, nil
 }
 
@@ -47,7 +47,7 @@ func (s *actualLRPService) EvacuateCrashedActualLRP(ctx context.Context, req *bb
 	if err != nil {
 		return nil, err
 	}
-	s.auctionEvacuated(req.GetActualLrpKey(), result)
+	s.auctionEvacuated(ctx, req.GetActualLrpKey(), result)
 	return &bbsv1.EvacuateCrashedActualLRPResponse{KeepContainer: result.KeepContainer}, nil
 }
 
@@ -60,9 +60,9 @@ func (s *actualLRPService) RemoveEvacuatingActualLRP(ctx context.Context, req *b
 }
 
 // auctionEvacuated asks for the placement of an ORDINARY row an evacuation unclaimed.
-func (s *Server) auctionEvacuated(key *modelsv1.ActualLRPKey, result *store.EvacuationResult) {
+func (s *Server) auctionEvacuated(ctx context.Context, key *modelsv1.ActualLRPKey, result *store.EvacuationResult) {
 	if result.Auction {
-		s.auctionRestart(key.GetProcessGuid(), key.GetIndex())
+		s.auctionRestart(ctx, key.GetProcessGuid(), key.GetIndex())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,6 +28,7 @@ import (
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
+	repclient "drover.dev/rep/client"
 )
 
 // waitFor is how long tests wait for asynchronous side effects.
@@ -41,6 +43,8 @@ type harness struct {
 	client     *client.Client
 	auctioneer *fakeAuctioneer
 	rep        *fakeRep
+	// registry receives the server's metrics.
+	registry *prometheus.Registry
 }
 
 // harnessOptions adjust a harness.
@@ -49,6 +53,8 @@ type harnessOptions struct {
 	httpClient *http.Client
 	// clock, when set, is the store's time source.
 	clock *storetest.Clock
+	// wrapDB, when set, wraps the store the server uses (a seam for races).
+	wrapDB func(store.DB) store.DB
 }
 
 func newHarness(t *testing.T) *harness {
@@ -72,19 +78,26 @@ func newHarnessWith(t *testing.T, opts harnessOptions) *harness {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(ctx) }()
 
-	h := &harness{t: t, db: db, auctioneer: &fakeAuctioneer{}, rep: &fakeRep{}}
+	h := &harness{t: t, db: db, auctioneer: &fakeAuctioneer{}, rep: &fakeRep{}, registry: prometheus.NewRegistry()}
 	auctioneerConn := serveBufconn(t, func(s *grpc.Server) {
 		auctioneerv1.RegisterAuctioneerServiceServer(s, h.auctioneer)
 	})
 	h.rep.address = serveTCP(t, func(s *grpc.Server) { repv1.RegisterRepServiceServer(s, h.rep) })
 
+	reps := repclient.NewPool(nil, repclient.Options{})
+	t.Cleanup(func() { _ = reps.Close() })
+	var serverDB store.DB = db
+	if opts.wrapDB != nil {
+		serverDB = opts.wrapDB(db)
+	}
 	h.server = server.New(server.Deps{
-		DB:         db,
+		DB:         serverDB,
 		Hub:        hub,
 		Auctioneer: auctioneerv1.NewAuctioneerServiceClient(auctioneerConn),
-		Reps:       server.NewRepClientFactory(nil),
+		Reps:       reps,
 		Logger:     logger,
 		HTTPClient: opts.httpClient,
+		Registerer: h.registry,
 	})
 	bbsConn := serveBufconn(t, func(s *grpc.Server) { h.server.Register(s) },
 		grpc.ChainUnaryInterceptor(server.UnaryInterceptor(logger)),
@@ -279,4 +292,26 @@ func (h *harness) listActualLRPs(req *bbsv1.ListActualLRPsRequest) (rows []*mode
 		messages++
 		rows = append(rows, resp.GetActualLrps()...)
 	}
+}
+
+// droppedSideEffects is the server's count of side effects dropped for reason.
+func (h *harness) droppedSideEffects(pool, reason string) float64 {
+	h.t.Helper()
+	families, err := h.registry.Gather()
+	require.NoError(h.t, err)
+	for _, f := range families {
+		if f.GetName() != "drover_bbs_side_effects_dropped_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["pool"] == pool && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,9 +17,9 @@ import (
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 )
 
-// UnaryInterceptor validates every request with models.ValidateRequest (InvalidArgument,
-// handler not called), recovers panics into Internal, logs each call and makes sure
-// every returned error is a gRPC status.
+// UnaryInterceptor validates the request of every drover.bbs.v1 call with
+// models.ValidateRequest (InvalidArgument, handler not called), recovers panics into
+// Internal, logs each call and makes sure every returned error is a gRPC status.
 func UnaryInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 	logger = orDiscard(logger)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
@@ -29,7 +30,7 @@ func UnaryInterceptor(logger *slog.Logger) grpc.UnaryServerInterceptor {
 			}
 			logCall(logger, info.FullMethod, start, err)
 		}()
-		if err := checkRequest(req); err != nil {
+		if err := checkRequest(info.FullMethod, req); err != nil {
 			return nil, err
 		}
 		resp, err = handler(ctx, req)
@@ -49,14 +50,15 @@ func StreamInterceptor(logger *slog.Logger) grpc.StreamServerInterceptor {
 			}
 			logCall(logger, info.FullMethod, start, err)
 		}()
-		err = handler(srv, &validatingStream{ServerStream: ss})
+		err = handler(srv, &validatingStream{ServerStream: ss, method: info.FullMethod})
 		return toStatus(logger, info.FullMethod, err)
 	}
 }
 
-// validatingStream validates each message it receives.
+// validatingStream validates each message it receives for method.
 type validatingStream struct {
 	grpc.ServerStream
+	method string
 }
 
 // RecvMsg receives and validates one request.
@@ -64,11 +66,19 @@ func (s *validatingStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return checkRequest(m)
+	return checkRequest(s.method, m)
 }
 
-// checkRequest applies request defaults, then validates; the error is a gRPC status.
-func checkRequest(req any) error {
+// bbsMethods is the prefix of the full method names of the drover.bbs.v1 services.
+var bbsMethods = "/" + string(bbsv1.File_drover_bbs_v1_task_service_proto.Package()) + "."
+
+// checkRequest applies request defaults, then validates a request of a drover.bbs.v1
+// method; the error is a gRPC status. The requests of the other services on the same
+// servers (health, reflection) are their libraries' to check.
+func checkRequest(method string, req any) error {
+	if !strings.HasPrefix(method, bbsMethods) {
+		return nil
+	}
 	if r, ok := req.(*bbsv1.DesireLRPRequest); ok {
 		models.PrepareDesiredLRP(r.GetDesiredLrp())
 	}

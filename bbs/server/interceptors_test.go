@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/models"
@@ -77,7 +78,7 @@ func (f *fakeStream) RecvMsg(m any) error {
 
 func TestStreamInterceptor(t *testing.T) {
 	intercept := server.StreamInterceptor(testLogger())
-	info := &grpc.StreamServerInfo{FullMethod: "/test/Stream", IsServerStream: true}
+	info := &grpc.StreamServerInfo{FullMethod: bbsv1.ActualLRPService_RetireActualLRP_FullMethodName, IsServerStream: true}
 	// handler mimics generated code: receive the request, then serve it.
 	handler := func(served *bool, panics bool) grpc.StreamHandler {
 		return func(_ any, ss grpc.ServerStream) error {
@@ -115,6 +116,37 @@ func TestStreamInterceptor(t *testing.T) {
 		require.True(t, served)
 		require.Equal(t, codes.Internal, status.Code(err))
 	})
+
+	t.Run("requests of other services are theirs to check", func(t *testing.T) {
+		served := false
+		other := &grpc.StreamServerInfo{FullMethod: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", IsServerStream: true}
+		err := intercept(nil, &fakeStream{req: &bbsv1.RetireActualLRPRequest{}}, other, handler(&served, false))
+		require.True(t, served)
+		require.Equal(t, codes.Unknown, status.Code(err), "the handler's raw error, not a validation refusal")
+	})
+}
+
+// TestUnaryInterceptorValidatesOnlyBBSMethods: the health and reflection services share
+// the BBS's gRPC servers; their requests are not drover.bbs.v1 requests, which
+// ValidateRequest refuses as unknown types, and pass to their handlers unchecked.
+func TestUnaryInterceptorValidatesOnlyBBSMethods(t *testing.T) {
+	intercept := server.UnaryInterceptor(testLogger())
+	called := false
+	handler := func(context.Context, any) (any, error) {
+		called = true
+		return &healthpb.HealthCheckResponse{}, nil
+	}
+	_, err := intercept(context.Background(), &healthpb.HealthCheckRequest{},
+		&grpc.UnaryServerInfo{FullMethod: healthpb.Health_Check_FullMethodName}, handler)
+	require.NoError(t, err)
+	require.True(t, called)
+
+	called = false
+	_, err = intercept(context.Background(), &healthpb.HealthCheckRequest{},
+		&grpc.UnaryServerInfo{FullMethod: bbsv1.TaskService_GetTask_FullMethodName}, handler)
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Contains(t, status.Convert(err).Message(), "unknown request type grpc.health.v1.HealthCheckRequest")
+	require.False(t, called)
 }
 
 func errWrap(err error) error { return errors.Join(errors.New("context"), err) }

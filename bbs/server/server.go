@@ -1,8 +1,9 @@
 // Package server implements the BBS gRPC services (drover.bbs.v1) over the storage
 // contract store.DB. Handlers are thin: request → store call → side effects →
 // response. Side effects (auction requests, stopping instances on their reps, task
-// completion callbacks) are best effort: they are logged, never returned to the
-// caller, and the converger repairs whatever they miss.
+// completion callbacks) are best effort: they run in bounded pools, are logged, never
+// returned to the caller (nor waited for past the request's end: a full pool drops
+// them), are cancelled on Shutdown, and the converger repairs whatever they miss.
 package server
 
 import (
@@ -12,12 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"drover.dev/bbs/events"
 	"drover.dev/bbs/store"
 	auctioneerv1 "drover.dev/proto/gen/drover/auctioneer/v1"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
+	repclient "drover.dev/rep/client"
 )
 
 // Defaults of Deps.
@@ -32,7 +35,8 @@ const (
 	RetireActualLRPAttempts = 5
 )
 
-// maxBackgroundWork bounds the side effects in flight at once; handlers wait for a slot.
+// maxBackgroundWork bounds the side effects in flight at once (task callbacks have their
+// own pool); a handler waits for a slot only while its request lives (goBackgroundFor).
 const maxBackgroundWork = 1000
 
 // Deps is what the server needs.
@@ -42,7 +46,7 @@ type Deps struct {
 	// Auctioneer receives placement requests; nil means no auctioneer is configured.
 	Auctioneer auctioneerv1.AuctioneerServiceClient
 	// Reps connects to cells' reps to stop instances and cancel tasks.
-	Reps   RepClientFactory
+	Reps   *repclient.Pool
 	Logger *slog.Logger
 	// MaxTaskRetries is how many rejections a task survives (default 3).
 	MaxTaskRetries int
@@ -52,6 +56,8 @@ type Deps struct {
 	TaskCallbackWorkers int
 	// SideEffectTimeout bounds each auctioneer or rep call (default 5 s).
 	SideEffectTimeout time.Duration
+	// Registerer, when set, receives drover_bbs_side_effects_dropped_total{pool,reason}.
+	Registerer prometheus.Registerer
 }
 
 // Server implements every drover.bbs.v1 service.
@@ -59,16 +65,23 @@ type Server struct {
 	db         store.DB
 	hub        *events.Hub
 	auctioneer auctioneerv1.AuctioneerServiceClient
-	reps       RepClientFactory
+	reps       *repclient.Pool
 	logger     *slog.Logger
 
 	maxTaskRetries    int
 	httpClient        *http.Client
 	sideEffectTimeout time.Duration
 
+	// ctx is the context side effects run under; Shutdown cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// mu orders starting a side effect (background.Add) with Shutdown (stopping).
+	mu            sync.Mutex
+	stopping      chan struct{}
 	background    sync.WaitGroup
 	backgroundSem chan struct{}
 	callbackSem   chan struct{}
+	dropped       *prometheus.CounterVec
 }
 
 // New makes a server from its dependencies, filling defaults.
@@ -88,7 +101,12 @@ func New(d Deps) *Server {
 	if d.SideEffectTimeout <= 0 {
 		d.SideEffectTimeout = DefaultSideEffectTimeout
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
+		ctx:               ctx,
+		cancel:            cancel,
+		stopping:          make(chan struct{}),
+		dropped:           newDroppedCounter(d.Registerer),
 		db:                d.DB,
 		hub:               d.Hub,
 		auctioneer:        d.Auctioneer,
@@ -112,28 +130,6 @@ func (s *Server) Register(r grpc.ServiceRegistrar) {
 	bbsv1.RegisterLockServiceServer(r, &lockService{Server: s})
 	bbsv1.RegisterEventServiceServer(r, &eventService{Server: s})
 	bbsv1.RegisterConvergenceServiceServer(r, &convergenceService{Server: s})
-}
-
-// Wait blocks until every side effect started so far has finished (for shutdown and tests).
-func (s *Server) Wait() {
-	s.background.Wait()
-}
-
-// goBackground runs f in its own goroutine with a context that outlives the request,
-// waiting for a free slot first so that a flood of requests cannot start unbounded work.
-func (s *Server) goBackground(sem chan struct{}, f func(ctx context.Context)) {
-	s.background.Add(1)
-	sem <- struct{}{}
-	go func() {
-		defer s.background.Done()
-		defer func() { <-sem }()
-		defer func() {
-			if p := recover(); p != nil {
-				s.logger.Error("side-effect-panicked", "panic", p)
-			}
-		}()
-		f(context.Background())
-	}()
 }
 
 // withTimeout bounds one outbound call of a side effect.

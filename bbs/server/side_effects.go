@@ -15,8 +15,11 @@ import (
 // stopRetryDelay separates attempts to stop an instance.
 const stopRetryDelay = 200 * time.Millisecond
 
+// The side effects below are started by a request whose context is ctx: each runs in
+// the background (goBackgroundFor), and waits for a free slot only while ctx lives.
+
 // auctionCreated asks the auctioneer to place the newly created rows of lrp.
-func (s *Server) auctionCreated(lrp *modelsv1.DesiredLRP, created []*modelsv1.ActualLRP) {
+func (s *Server) auctionCreated(ctx context.Context, lrp *modelsv1.DesiredLRP, created []*modelsv1.ActualLRP) {
 	if s.auctioneer == nil || lrp == nil || len(created) == 0 {
 		return
 	}
@@ -24,16 +27,16 @@ func (s *Server) auctionCreated(lrp *modelsv1.DesiredLRP, created []*modelsv1.Ac
 	for _, a := range created {
 		indices = append(indices, a.GetIndex())
 	}
-	s.requestLRPAuction(models.LRPStartRequest(models.SchedulingInfo(lrp), indices))
+	s.requestLRPAuction(ctx, models.LRPStartRequest(models.SchedulingInfo(lrp), indices))
 }
 
 // auctionRestart asks the auctioneer to place one index of a desired LRP again,
 // after a crash with immediate restart.
-func (s *Server) auctionRestart(processGuid string, index int32) {
+func (s *Server) auctionRestart(ctx context.Context, processGuid string, index int32) {
 	if s.auctioneer == nil {
 		return
 	}
-	s.goBackground(s.backgroundSem, func(ctx context.Context) {
+	s.goBackgroundFor(ctx, s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		infos, err := s.db.ListSchedulingInfos(ctx, store.DesiredLRPFilter{ProcessGuids: []string{processGuid}})
@@ -47,11 +50,11 @@ func (s *Server) auctionRestart(processGuid string, index int32) {
 
 // requestLRPAuction sends LRP start requests to the auctioneer in one call, in the
 // background.
-func (s *Server) requestLRPAuction(reqs ...*modelsv1.LRPStartRequest) {
+func (s *Server) requestLRPAuction(ctx context.Context, reqs ...*modelsv1.LRPStartRequest) {
 	if s.auctioneer == nil || len(reqs) == 0 {
 		return
 	}
-	s.goBackground(s.backgroundSem, func(ctx context.Context) {
+	s.goBackgroundFor(ctx, s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		s.sendLRPAuction(ctx, reqs...)
@@ -70,7 +73,7 @@ func (s *Server) sendLRPAuction(ctx context.Context, reqs ...*modelsv1.LRPStartR
 }
 
 // auctionTask asks the auctioneer to place PENDING tasks, all in one request.
-func (s *Server) auctionTask(tasks ...*modelsv1.Task) {
+func (s *Server) auctionTask(ctx context.Context, tasks ...*modelsv1.Task) {
 	reqs := make([]*modelsv1.TaskStartRequest, 0, len(tasks))
 	for _, task := range tasks {
 		if task != nil {
@@ -80,7 +83,7 @@ func (s *Server) auctionTask(tasks ...*modelsv1.Task) {
 	if s.auctioneer == nil || len(reqs) == 0 {
 		return
 	}
-	s.goBackground(s.backgroundSem, func(ctx context.Context) {
+	s.goBackgroundFor(ctx, s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		_, err := s.auctioneer.RequestTaskAuctions(ctx, &auctioneerv1.RequestTaskAuctionsRequest{Requests: reqs})
@@ -95,9 +98,9 @@ func (s *Server) auctionTask(tasks ...*modelsv1.Task) {
 }
 
 // stopActualLRPs stops placed instances in the background, attempts times each.
-func (s *Server) stopActualLRPs(lrps []*modelsv1.ActualLRP, attempts int) {
+func (s *Server) stopActualLRPs(ctx context.Context, lrps []*modelsv1.ActualLRP, attempts int) {
 	for _, lrp := range lrps {
-		s.goBackground(s.backgroundSem, func(ctx context.Context) {
+		s.goBackgroundFor(ctx, s.backgroundSem, func(ctx context.Context) {
 			s.stopActualLRP(ctx, lrp, attempts)
 		})
 	}
@@ -168,11 +171,11 @@ func (s *Server) removeOnMissingCell(ctx context.Context, lrp *modelsv1.ActualLR
 }
 
 // cancelTaskOnCell asks the rep of the task's cell to stop it, in the background.
-func (s *Server) cancelTaskOnCell(task *modelsv1.Task) {
+func (s *Server) cancelTaskOnCell(ctx context.Context, task *modelsv1.Task) {
 	if task.GetCellId() == "" {
 		return
 	}
-	s.goBackground(s.backgroundSem, func(ctx context.Context) {
+	s.goBackgroundFor(ctx, s.backgroundSem, func(ctx context.Context) {
 		ctx, cancel := s.withTimeout(ctx)
 		defer cancel()
 		logger := s.logger.With("task-guid", task.GetTaskGuid(), "cell-id", task.GetCellId())
@@ -198,7 +201,7 @@ func (s *Server) cancelTaskOnCell(task *modelsv1.Task) {
 // repClient returns the client of a cell's rep.
 func (s *Server) repClient(cell *modelsv1.CellPresence) (repv1.RepServiceClient, error) {
 	if s.reps == nil {
-		return nil, errors.New("no rep client factory configured")
+		return nil, errors.New("no rep client pool configured")
 	}
-	return s.reps.RepClient(cell)
+	return s.reps.For(cell)
 }

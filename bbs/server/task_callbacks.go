@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -16,6 +19,14 @@ import (
 // maxCallbackAttempts is how often a callback is posted on timeouts and connection
 // errors (upstream MAX_CB_RETRIES).
 const maxCallbackAttempts = 3
+
+// The wait between callback attempts grows exponentially from the minimum, with jitter
+// of ±50%: the two waits between the three attempts of a callback add up to at most
+// 1.125 s (upstream posts again at once).
+const (
+	minCallbackRetryWait = 250 * time.Millisecond
+	maxCallbackRetryWait = 2 * time.Second
+)
 
 // TaskCallbackResponse is the JSON posted to a task's completion_callback_url.
 type TaskCallbackResponse struct {
@@ -67,13 +78,10 @@ func (s *Server) runTaskCallback(ctx context.Context, task *modelsv1.Task, url s
 		logger.Error("failed-to-encode-task-callback", "error", err)
 		return
 	}
-	for attempt := 1; ; attempt++ {
-		err = s.postCallback(ctx, url, body)
-		if err == nil || !retryableCallbackError(err) || attempt >= maxCallbackAttempts {
-			break
-		}
-		logger.Info("retrying-task-callback", "attempt", attempt, "error", err)
-	}
+	err = retryCallback(ctx, callbackBackoff(), func() error { return s.postCallback(ctx, url, body) },
+		func(attempt int, err error, wait time.Duration) {
+			logger.Info("retrying-task-callback", "attempt", attempt, "error", err, "retry_in", wait.String())
+		})
 	if err != nil {
 		logger.Error("task-callback-failed", "error", err)
 		return
@@ -83,6 +91,29 @@ func (s *Server) runTaskCallback(ctx context.Context, task *modelsv1.Task, url s
 		return
 	}
 	logger.Info("task-callback-succeeded")
+}
+
+// callbackBackoff is the wait between the attempts of one callback.
+func callbackBackoff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: minCallbackRetryWait, RandomizationFactor: backoff.DefaultRandomizationFactor,
+		Multiplier: 2, MaxInterval: maxCallbackRetryWait}
+}
+
+// retryCallback calls post up to maxCallbackAttempts times while it fails with a
+// retryable error (retryableCallbackError), waiting wait's backoff between attempts and
+// telling notify about each retry. It returns post's last error, or ctx's once ctx ends.
+func retryCallback(ctx context.Context, wait backoff.BackOff, post func() error, notify func(attempt int, err error, wait time.Duration)) error {
+	attempt := 0
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		attempt++
+		err := post()
+		if err != nil && !retryableCallbackError(err) {
+			return struct{}{}, backoff.Permanent(err)
+		}
+		return struct{}{}, err
+	}, backoff.WithBackOff(wait), backoff.WithMaxTries(maxCallbackAttempts), backoff.WithMaxElapsedTime(0),
+		backoff.WithNotify(func(err error, d time.Duration) { notify(attempt, err, d) }))
+	return err
 }
 
 // postCallback posts body once; any status but 503 and 504 counts as accepted.

@@ -35,7 +35,7 @@ func (s *convergenceService) ApplyTaskActions(ctx context.Context, req *bbsv1.Ap
 		}
 	}
 	if !req.GetDeferAuction() {
-		s.auctionTask(kicked...)
+		s.auctionTask(ctx, kicked...)
 	}
 	return &bbsv1.ApplyTaskActionsResponse{Results: results}, nil
 }

@@ -16,14 +16,11 @@ type taskService struct {
 
 // DesireTask stores a PENDING task and asks for its placement.
 func (s *taskService) DesireTask(ctx context.Context, req *bbsv1.DesireTaskRequest) (*bbsv1.DesireTaskResponse, error) {
-	if req.GetTaskDefinition() == nil {
-		return nil, missing("task_definition")
-	}
 	task, err := s.dbFor(ctx).DesireTask(ctx, req.GetTaskGuid(), req.GetDomain(), req.GetTaskDefinition())
 	if err != nil {
 		return nil, err
 	}
-	s.auctionTask(task)
+	s.auctionTask(ctx, task)
 	return &bbsv1.DesireTaskResponse{}, nil
 }
 
@@ -62,7 +59,7 @@ func (s *taskService) CancelTask(ctx context.Context, req *bbsv1.CancelTaskReque
 		return nil, err
 	}
 	if change.Before.GetState() == modelsv1.TaskState_TASK_STATE_RUNNING {
-		s.cancelTaskOnCell(change.Before)
+		s.cancelTaskOnCell(ctx, change.Before)
 	}
 	s.completeTaskCallback(change.After)
 	return &bbsv1.CancelTaskResponse{}, nil
@@ -87,7 +84,7 @@ func (s *taskService) RejectTask(ctx context.Context, req *bbsv1.RejectTaskReque
 	}
 	switch change.After.GetState() {
 	case modelsv1.TaskState_TASK_STATE_PENDING:
-		s.auctionTask(change.After)
+		s.auctionTask(ctx, change.After)
 	case modelsv1.TaskState_TASK_STATE_COMPLETED:
 		s.completeTaskCallback(change.After)
 	}

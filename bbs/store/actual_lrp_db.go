@@ -331,6 +331,34 @@ func (p *Postgres) RemoveActualLRP(ctx context.Context, processGuid string, inde
 	return change, err
 }
 
+// RetireActualLRP retires the ORDINARY row of an index in one transaction, deciding on
+// the row it has locked, so that no claim or start can land between its read and its
+// write: an unplaced row (UNCLAIMED, CRASHED) is deleted and nil returned; a placed one
+// (CLAIMED, RUNNING) is left as it is and returned, naming the instance its cell's rep
+// must stop. The actor's rule is that of every lifecycle write (MayChangeActualLRP).
+func (p *Postgres) RetireActualLRP(ctx context.Context, processGuid string, index int32) (*modelsv1.ActualLRP, error) {
+	var toStop *modelsv1.ActualLRP
+	err := p.write(ctx, "retire-actual-lrp", func(w *writeTx) error {
+		rows, err := w.lockIndex(ctx, processGuid, index)
+		if err != nil {
+			return err
+		}
+		if rows.ordinary == nil {
+			return notFound("actual lrp %s/%d not found", processGuid, index)
+		}
+		if err := p.actor.MayChangeActualLRP(rows.ordinary, false); err != nil {
+			return err
+		}
+		outcome, err := w.retire(ctx, rows, rows.ordinary)
+		if err != nil {
+			return err
+		}
+		toStop = outcome.ToStop
+		return nil
+	})
+	return toStop, err
+}
+
 // next copies a row for a change to state: modification index bumped, since set to now
 // when the state changes.
 func (w *writeTx) next(before *modelsv1.ActualLRP, state modelsv1.ActualLRPState) *modelsv1.ActualLRP {

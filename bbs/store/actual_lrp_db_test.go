@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -355,6 +356,63 @@ func TestRemoveActualLRP(t *testing.T) {
 			requireErrorType(t, err, models.ErrTypeResourceNotFound)
 		})
 	}
+}
+
+// TestRetireActualLRP: one transaction deletes an unplaced ORDINARY row, or returns a
+// placed one untouched for its rep to stop.
+func TestRetireActualLRP(t *testing.T) {
+	t.Parallel()
+	s := storetest.NewStore(t)
+	ctx := testContext(t)
+	desire(t, s, newDesiredLRP("app", 4))
+	_, err := s.ClaimActualLRP(ctx, "app", 1, instanceKey("i-1", "cell-a"))
+	require.NoError(t, err)
+	startOn(t, s, "app", 2, instanceKey("i-2", "cell-a"))
+	for i := range 3 { // the third crash in a row is not restarted at once
+		ik := instanceKey(fmt.Sprintf("i-3-%d", i), "cell-a")
+		startOn(t, s, "app", 3, ik)
+		_, err = s.CrashActualLRP(ctx, lrpKey("app", 3), ik, "exit status 1")
+		require.NoError(t, err)
+	}
+	row, err := s.GetActualLRP(ctx, "app", 3, ordinary)
+	require.NoError(t, err)
+	require.Equal(t, crashed, row.State)
+
+	for _, tc := range []struct {
+		name   string
+		index  int32
+		placed bool
+	}{
+		{"UNCLAIMED is deleted", 0, false},
+		{"CLAIMED is left to its rep", 1, true},
+		{"RUNNING is left to its rep", 2, true},
+		{"CRASHED is deleted", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := s.GetActualLRP(ctx, "app", tc.index, ordinary)
+			require.NoError(t, err)
+			seq := latest(t, s)
+			toStop, err := s.RetireActualLRP(ctx, "app", tc.index)
+			require.NoError(t, err)
+			after, getErr := s.GetActualLRP(ctx, "app", tc.index, ordinary)
+			if tc.placed {
+				requireProtoEqual(t, before, toStop)
+				requireProtoEqual(t, before, after)
+				require.Empty(t, eventTypes(t, s, seq))
+				return
+			}
+			require.Nil(t, toStop)
+			requireErrorType(t, getErr, models.ErrTypeResourceNotFound)
+			require.Equal(t, []string{models.EventTypeActualLRPInstanceRemoved}, eventTypes(t, s, seq))
+		})
+	}
+
+	t.Run("a missing row is not found", func(t *testing.T) {
+		_, err := s.RetireActualLRP(ctx, "app", 0)
+		requireErrorType(t, err, models.ErrTypeResourceNotFound)
+		_, err = s.RetireActualLRP(ctx, "nope", 0)
+		requireErrorType(t, err, models.ErrTypeResourceNotFound)
+	})
 }
 
 func TestListActualLRPsFilters(t *testing.T) {

@@ -115,6 +115,10 @@ func TestCellViewRefusesOthersRows(t *testing.T) {
 			_, err := c.RemoveActualLRP(ctx, "app", 2, nil)
 			return err
 		}},
+		{"retire another cell's instance", func(ctx context.Context) error {
+			_, err := c.RetireActualLRP(ctx, "app", 1)
+			return err
+		}},
 		{"fail an UNCLAIMED instance", func(ctx context.Context) error {
 			_, err := c.FailActualLRP(ctx, lrpKey("app", 2), "no room")
 			return err

@@ -117,6 +117,9 @@ type ActualLRPDB interface {
 	FailActualLRP(ctx context.Context, key *modelsv1.ActualLRPKey, reason string) (*ActualLRPChange, error)
 	// RemoveActualLRP deletes the ORDINARY row; a non-nil ik must match the stored key.
 	RemoveActualLRP(ctx context.Context, processGuid string, index int32, ik *modelsv1.ActualLRPInstanceKey) (*ActualLRPChange, error)
+	// RetireActualLRP, in one transaction, deletes the ORDINARY row of an index if it is
+	// unplaced, or returns it unchanged if it is CLAIMED or RUNNING, for its rep to stop.
+	RetireActualLRP(ctx context.Context, processGuid string, index int32) (toStop *modelsv1.ActualLRP, err error)
 }
 
 // TaskDB moves tasks through the task state machine of models.

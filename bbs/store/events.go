@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"drover.dev/bbs/models"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"google.golang.org/protobuf/proto"
@@ -194,28 +196,26 @@ func (p *Postgres) LatestSequence(ctx context.Context) (uint64, error) {
 
 // WaitForEvents holds one pooled connection with LISTEN and calls notify with the newest
 // sequence of every notification, and once right after LISTEN starts (so that events
-// committed before listening are not missed). It reconnects after errors until ctx ends,
-// then returns ctx.Err(). Call it once per process and fan out from there: it holds a
-// connection for as long as it runs.
+// committed before listening are not missed). It reconnects after errors, with an
+// exponential backoff that starts again once a session got as far as listening, until
+// ctx ends, then returns ctx.Err(). Call it once per process and fan out from there: it
+// holds a connection for as long as it runs.
 func (p *Postgres) WaitForEvents(ctx context.Context, notify func(latest uint64)) error {
 	if notify == nil {
 		return invalidRequest("notify callback is required")
 	}
-	backoff := 100 * time.Millisecond
-	for {
+	wait := &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: backoff.DefaultRandomizationFactor,
+		Multiplier: 2, MaxInterval: 5 * time.Second}
+	_, _ = backoff.Retry(ctx, func() (struct{}, error) {
 		listening, err := p.listen(ctx, notify)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		if listening {
-			backoff = 100 * time.Millisecond
+			wait.Reset()
 		}
-		p.logger.Error("event-listener-failed", "error", err.Error(), "retry_in", backoff.String())
-		if sleep(ctx, backoff) != nil {
-			return ctx.Err()
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+		return struct{}{}, err
+	}, backoff.WithBackOff(wait), backoff.WithMaxElapsedTime(0), backoff.WithNotify(func(err error, d time.Duration) {
+		p.logger.Error("event-listener-failed", "error", err.Error(), "retry_in", d.String())
+	}))
+	return ctx.Err()
 }
 
 // listen runs one LISTEN session; listening reports whether it got as far as listening.

@@ -20,13 +20,6 @@ import (
 // connection lost before commit.
 const maxAttempts = 4
 
-// Postgres error codes the store reacts to.
-const (
-	codeUniqueViolation      = pgerrcode.UniqueViolation
-	codeSerializationFailure = pgerrcode.SerializationFailure
-	codeDeadlockDetected     = pgerrcode.DeadlockDetected
-)
-
 // errRetryTransaction asks write to run the transaction again, e.g. after an insert
 // lost a race with a concurrent insert of the same key.
 var errRetryTransaction = errors.New("transaction must be retried")
@@ -120,13 +113,13 @@ func retriable(err error) bool {
 	var commitErr *commitError
 	if errors.As(err, &commitErr) {
 		// After a COMMIT was sent only a refusal by the server is known not to have applied.
-		return pgCode(err) == codeSerializationFailure || pgCode(err) == codeDeadlockDetected || pgconn.SafeToRetry(err)
+		return pgCode(err) == pgerrcode.SerializationFailure || pgCode(err) == pgerrcode.DeadlockDetected || pgconn.SafeToRetry(err)
 	}
 	if errors.Is(err, errRetryTransaction) {
 		return true
 	}
 	switch pgCode(err) {
-	case codeSerializationFailure, codeDeadlockDetected:
+	case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected:
 		return true
 	}
 	return isConnectionLoss(err)
@@ -172,9 +165,9 @@ func mapError(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case codeUniqueViolation:
+		case pgerrcode.UniqueViolation:
 			return models.NewError(models.ErrTypeResourceExists, "%s: %s", op, pgErr.Detail)
-		case codeDeadlockDetected, codeSerializationFailure:
+		case pgerrcode.DeadlockDetected, pgerrcode.SerializationFailure:
 			return models.NewError(models.ErrTypeResourceConflict, "%s: concurrent writes kept conflicting: %s", op, pgErr.Message)
 		}
 		if refusesValue(pgErr.Code) {
@@ -211,7 +204,7 @@ func invalidRequest(format string, args ...any) error {
 	return models.NewError(models.ErrTypeInvalidRequest, format, args...)
 }
 
-func isUniqueViolation(err error) bool { return pgCode(err) == codeUniqueViolation }
+func isUniqueViolation(err error) bool { return pgCode(err) == pgerrcode.UniqueViolation }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -7,6 +7,7 @@ import (
 
 	"drover.dev/bbs/models"
 	"drover.dev/bbs/store/storetest"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -16,8 +17,8 @@ func TestWriteRetryPolicy(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewStore(t)
 	ctx := testContext(t)
-	deadlock := &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
-	serialization := &pgconn.PgError{Code: "40001", Message: "could not serialize access"}
+	deadlock := &pgconn.PgError{Code: pgerrcode.DeadlockDetected, Message: "deadlock detected"}
+	serialization := &pgconn.PgError{Code: pgerrcode.SerializationFailure, Message: "could not serialize access"}
 
 	tests := []struct {
 		name         string
@@ -30,7 +31,7 @@ func TestWriteRetryPolicy(t *testing.T) {
 		{"serialization failure then success", 1, serialization, 2, ""},
 		{"gives up after four attempts", 10, deadlock, 4, models.ErrTypeResourceConflict},
 		{"typed errors are not retried", 10, models.ErrResourceNotFound, 1, models.ErrTypeResourceNotFound},
-		{"unique violation becomes ResourceExists", 10, &pgconn.PgError{Code: "23505"}, 1, models.ErrTypeResourceExists},
+		{"unique violation becomes ResourceExists", 10, &pgconn.PgError{Code: pgerrcode.UniqueViolation}, 1, models.ErrTypeResourceExists},
 		{"other errors are not retried", 10, errors.New("boom"), 1, "?"},
 	}
 	for _, tt := range tests {
@@ -87,7 +88,7 @@ func TestWriteStopsWhenContextEnds(t *testing.T) {
 	err := s.WriteForTest(ctx, func(attempt int, tx pgx.Tx) error {
 		attempts = attempt
 		cancel()
-		return &pgconn.PgError{Code: "40P01"}
+		return &pgconn.PgError{Code: pgerrcode.DeadlockDetected}
 	})
 	require.Error(t, err)
 	require.Equal(t, 1, attempts)

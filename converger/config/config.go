@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"drover.dev/bbs/client/lock"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
@@ -15,8 +16,6 @@ const (
 	DefaultDebugAddress                = "127.0.0.1:9020"
 	DefaultBBSAddress                  = "127.0.0.1:8889"
 	DefaultRepeatInterval              = 30 * time.Second
-	DefaultLockTTL                     = 15 * time.Second
-	DefaultLockRetryInterval           = 5 * time.Second
 	DefaultCommunicationTimeout        = 10 * time.Second
 	DefaultStaleUnclaimedDuration      = 30 * time.Second
 	DefaultKickTaskDuration            = 30 * time.Second
@@ -38,11 +37,10 @@ type Config struct {
 	// plaintext (tests only).
 	TLS tlsconfig.Files `json:"tls"`
 	// RepeatInterval separates the end of one pass from the start of the next.
-	RepeatInterval    libconfig.Duration `json:"repeat_interval"`
-	LockTTL           libconfig.Duration `json:"lock_ttl"`
-	LockRetryInterval libconfig.Duration `json:"lock_retry_interval"`
-	// LockOwner identifies this converger in the lock (default "converger-<random hex>").
-	LockOwner string `json:"lock_owner,omitempty"`
+	RepeatInterval libconfig.Duration `json:"repeat_interval"`
+	// Config is the converger lock's lock_ttl, lock_retry_interval and lock_owner
+	// (default "converger-<random hex>").
+	lock.Config
 	// CommunicationTimeout bounds each BBS call (the snapshot stream as a whole).
 	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
 	// StaleUnclaimedDuration: UNCLAIMED rows older than this are re-auctioned.
@@ -66,8 +64,7 @@ func Default() Config {
 		DebugAddress:                DefaultDebugAddress,
 		BBSAddress:                  DefaultBBSAddress,
 		RepeatInterval:              libconfig.Duration(DefaultRepeatInterval),
-		LockTTL:                     libconfig.Duration(DefaultLockTTL),
-		LockRetryInterval:           libconfig.Duration(DefaultLockRetryInterval),
+		Config:                      lock.DefaultConfig(),
 		CommunicationTimeout:        libconfig.Duration(DefaultCommunicationTimeout),
 		StaleUnclaimedDuration:      libconfig.Duration(DefaultStaleUnclaimedDuration),
 		KickTaskDuration:            libconfig.Duration(DefaultKickTaskDuration),
@@ -94,21 +91,18 @@ func (c *Config) Validate() error {
 	if err := libconfig.OptionalTLS("tls", c.TLS); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.ValidateLock())
 	for _, d := range []struct {
 		field string
 		value libconfig.Duration
 	}{
-		{"repeat_interval", c.RepeatInterval}, {"lock_ttl", c.LockTTL}, {"lock_retry_interval", c.LockRetryInterval},
-		{"communication_timeout", c.CommunicationTimeout}, {"stale_unclaimed_duration", c.StaleUnclaimedDuration},
+		{"repeat_interval", c.RepeatInterval}, {"communication_timeout", c.CommunicationTimeout}, {"stale_unclaimed_duration", c.StaleUnclaimedDuration},
 		{"kick_task_duration", c.KickTaskDuration}, {"expire_pending_task_duration", c.ExpirePendingTaskDuration},
 		{"expire_completed_task_duration", c.ExpireCompletedTaskDuration},
 	} {
 		if d.value <= 0 {
 			errs = append(errs, libconfig.Invalid(d.field, "must be positive, got %s", d.value.Duration()))
 		}
-	}
-	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
-		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
 	}
 	if c.ApplyWorkers <= 0 {
 		errs = append(errs, libconfig.Invalid("apply_workers", "must be positive, got %d", c.ApplyWorkers))

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	"drover.dev/bbs/client"
 	"drover.dev/converger/plan"
 	"drover.dev/lib/logging"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -129,15 +129,11 @@ func (r *Runner) snapshot(ctx context.Context) (plan.Snapshot, error) {
 		return plan.Snapshot{}, err
 	}
 	var parts []*bbsv1.SnapshotResponse
-	for {
-		part, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return plan.Snapshot{}, err
-		}
+	if err := client.Drain(stream, func(part *bbsv1.SnapshotResponse) error {
 		parts = append(parts, part)
+		return nil
+	}); err != nil {
+		return plan.Snapshot{}, err
 	}
 	if len(parts) == 0 {
 		return plan.Snapshot{}, errors.New("empty snapshot stream")

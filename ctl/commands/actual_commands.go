@@ -2,12 +2,11 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"io"
 	"math"
 	"strconv"
 
+	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/ctl/output"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -57,20 +56,9 @@ func listActualLRPs(ctx context.Context, s *session, req *bbsv1.ListActualLRPsRe
 	if err != nil {
 		return nil, err
 	}
-	stream, err := c.ListActualLRPs(callCtx, req)
+	lrps, err := client.AllActualLRPs(callCtx, c, req)
 	if err != nil {
 		return nil, err
-	}
-	var lrps []*modelsv1.ActualLRP
-	for {
-		batch, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		lrps = append(lrps, batch.GetActualLrps()...)
 	}
 	output.SortActualLRPs(lrps)
 	return lrps, nil

@@ -234,11 +234,9 @@ func TestConnectionFailures(t *testing.T) {
 	})
 
 	t.Run("no answer within the timeout", func(t *testing.T) {
-		started := time.Now()
 		res := run(t, ft.env, "locks", "--timeout", "300ms")
 		require.Equal(t, commands.ExitFailure, res.code)
 		require.Equal(t, "droverctl: Unavailable: bbs "+ft.addr+" did not answer within 300ms (--timeout)\n", res.stderr)
-		require.Less(t, time.Since(started), 10*time.Second, "the default timeout was not used")
 	})
 }
 

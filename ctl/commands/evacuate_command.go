@@ -109,7 +109,6 @@ func (s *session) evacuate(ctx context.Context, cell *modelsv1.CellPresence) (*r
 	if err != nil {
 		return nil, s.repError(cell, err)
 	}
-	defer rc.conn.Close()
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.timeout)
 	defer cancel()
 	resp, err := rc.client.Evacuate(callCtx, &repv1.EvacuateRequest{})

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
+	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
 	"drover.dev/ctl/output"
-	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -62,7 +61,8 @@ repeated. If N is older than the BBS retains, the BBS answers ResyncRequired.`,
 	}
 }
 
-// eventFollower subscribes and resubscribes after the last event it handed to write.
+// eventFollower streams events to write: with follow it resubscribes after the last
+// event written whenever the stream breaks; without, it ends once caught up.
 type eventFollower struct {
 	s         *session
 	follow    bool
@@ -72,125 +72,57 @@ type eventFollower struct {
 	write     func(*modelsv1.Event) error
 }
 
+// errCaughtUp ends a replay without --follow once no event came for CaughtUpAfter.
+var errCaughtUp = errors.New("caught up")
+
 // run streams until caught up (without follow), or until ctx ends (with follow).
 func (f *eventFollower) run(ctx context.Context) error {
-	delay := minReconnectDelay
-	for {
-		progressed, err := f.subscribeOnce(ctx)
-		switch {
-		case f.follow && ctx.Err() != nil:
-			return nil // interrupted: the normal end of --follow
-		case !f.follow, err != nil && !retryable(err):
-			return err
-		}
-		if progressed {
-			delay = minReconnectDelay
-		}
-		fmt.Fprintf(f.s.stderr, "droverctl: event stream ended (%s); resubscribing%s in %s\n",
-			output.Printable(streamEndReason(err)), f.cursorText(), delay)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, maxReconnectDelay)
-	}
-}
-
-// subscribeOnce reads one subscription until it ends, reporting whether any event arrived.
-// Without follow, a quiet period of CaughtUpAfter ends it successfully.
-func (f *eventFollower) subscribeOnce(ctx context.Context) (progressed bool, err error) {
 	c, err := f.s.bbs()
 	if err != nil {
-		return false, err
-	}
-	streamCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req := &bbsv1.SubscribeRequest{CellId: f.cellID}
-	if f.hasCursor {
-		after := f.cursor
-		req.AfterSequence = &after
-	}
-	stream, err := c.Subscribe(streamCtx, req)
-	if err != nil {
-		return false, err
-	}
-	received := make(chan *modelsv1.Event)
-	failed := make(chan error, 1)
-	go func() {
-		for {
-			resp, err := stream.Recv()
-			if err != nil {
-				failed <- err
-				return
-			}
-			select {
-			case received <- resp.GetEvent():
-			case <-streamCtx.Done():
-				return
-			}
-		}
-	}()
-	var quiet <-chan time.Time // stays nil, never firing, with follow
-	var timer *time.Timer
-	if !f.follow {
-		timer = time.NewTimer(CaughtUpAfter)
-		defer timer.Stop()
-		quiet = timer.C
-	}
-	for {
-		select {
-		case e := <-received:
-			progressed = true
-			if err := f.handle(e); err != nil {
-				return progressed, err
-			}
-			if timer != nil {
-				timer.Reset(CaughtUpAfter)
-			}
-		case err := <-failed:
-			return progressed, endOfStream(err)
-		case <-quiet:
-			return progressed, nil
-		}
-	}
-}
-
-// handle writes an event and moves the cursor past it.
-func (f *eventFollower) handle(e *modelsv1.Event) error {
-	if e == nil {
-		return nil
-	}
-	if err := f.write(e); err != nil {
 		return err
 	}
-	f.cursor, f.hasCursor = e.GetSequence(), true
-	return nil
-}
-
-func (f *eventFollower) cursorText() string {
-	if !f.hasCursor {
-		return ""
+	sub := client.Subscription{CellID: f.cellID, MinBackoff: minReconnectDelay, MaxBackoff: maxReconnectDelay,
+		OnRetry: func(err error, after *uint64, wait time.Duration) {
+			fmt.Fprintf(f.s.stderr, "droverctl: event stream ended (%s); resubscribing%s in %s\n",
+				output.Printable(streamEndReason(err)), cursorText(after), wait.Round(time.Millisecond))
+		}}
+	if f.hasCursor {
+		sub.After = &f.cursor
 	}
-	return fmt.Sprintf(" after sequence %d", f.cursor)
-}
-
-// endOfStream turns a clean end of stream into nil.
-func endOfStream(err error) error {
-	if errors.Is(err, io.EOF) {
+	handle := f.write
+	if !f.follow {
+		// One subscription, until a quiet period of CaughtUpAfter.
+		sub.Retryable = func(error) bool { return false }
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		quiet := time.AfterFunc(CaughtUpAfter, func() { cancel(errCaughtUp) })
+		defer quiet.Stop()
+		handle = func(e *modelsv1.Event) error {
+			quiet.Reset(CaughtUpAfter)
+			return f.write(e)
+		}
+	}
+	err = client.Subscribe(ctx, c, sub, handle)
+	switch {
+	case errors.Is(context.Cause(ctx), errCaughtUp), errors.Is(err, client.ErrStreamEnded):
 		return nil
+	case f.follow && ctx.Err() != nil:
+		return nil // interrupted: the normal end of --follow
 	}
 	return err
 }
 
-// retryable reports whether a broken stream is worth resubscribing: a clean end, or
-// a BBS that went away. A lost cursor (ResyncRequired) or a refused request is not.
-func retryable(err error) bool {
-	return err == nil || models.FromError(err).Type == models.ErrTypeUnavailable
+// cursorText names the sequence a resubscription resumes after.
+func cursorText(after *uint64) string {
+	if after == nil {
+		return ""
+	}
+	return fmt.Sprintf(" after sequence %d", *after)
 }
 
 func streamEndReason(err error) string {
-	if err == nil {
+	if errors.Is(err, client.ErrStreamEnded) {
 		return "closed by the bbs"
 	}
 	return models.FromError(err).Error()

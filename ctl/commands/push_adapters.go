@@ -118,7 +118,6 @@ func (l pushLogs) follow(ctx context.Context, cellID string, req *repv1.StreamLo
 		if err != nil {
 			return err
 		}
-		defer rc.conn.Close()
 		if err := receiveLogs(ctx, rc, req, emit); err != nil {
 			return l.s.repError(cell, err)
 		}

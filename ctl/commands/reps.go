@@ -7,9 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/models"
@@ -18,31 +16,24 @@ import (
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
-// repConn is a connection to one cell's rep.
+// repConn is the client of one cell's rep.
 type repConn struct {
 	cell   *modelsv1.CellPresence
-	conn   *grpc.ClientConn
 	client repv1.RepServiceClient
 }
 
-// dialRep connects to the rep of cell over mutual TLS with droverctl's certificate
-// (the one it presents to the BBS). The connection is made lazily by gRPC.
+// dialRep returns a client of the rep of cell from the session's pool, which dials
+// over mutual TLS with droverctl's certificate (the one it presents to the BBS). The
+// connection is made lazily by gRPC and closed with the session.
 func (s *session) dialRep(cell *modelsv1.CellPresence) (*repConn, error) {
 	if _, err := s.bbs(); err != nil {
 		return nil, err
 	}
-	if cell.GetRepAddress() == "" {
-		return nil, fmt.Errorf("cell %s has no rep address", cell.GetCellId())
-	}
-	tlsConfig, err := s.target.TLS.Client()
+	rep, err := s.reps.For(cell)
 	if err != nil {
-		return nil, models.NewError(ErrTypeInvalidTarget, "%s: %v", s.target, err)
+		return nil, err
 	}
-	conn, err := grpc.NewClient(cell.GetRepAddress(), grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)))
-	if err != nil {
-		return nil, fmt.Errorf("rep of cell %s at %s: %w", cell.GetCellId(), cell.GetRepAddress(), err)
-	}
-	return &repConn{cell: cell, conn: conn, client: repv1.NewRepServiceClient(conn)}, nil
+	return &repConn{cell: cell, client: rep}, nil
 }
 
 // listCells returns the live cells by id, sorted, bounded by --timeout.
@@ -76,7 +67,6 @@ func eachRep[T any](s *session, cells []*modelsv1.CellPresence, fn func(*repConn
 				errs[i] = err
 				return
 			}
-			defer rc.conn.Close()
 			results[i], errs[i] = fn(rc)
 		}()
 	}

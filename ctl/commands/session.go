@@ -14,9 +14,10 @@ import (
 	"drover.dev/bbs/models"
 	"drover.dev/ctl/output"
 	"drover.dev/ctl/target"
+	repclient "drover.dev/rep/client"
 )
 
-// session is one command's connection to the BBS and its output streams.
+// session is one command's connections to the BBS and to reps, and its output streams.
 type session struct {
 	opts   *globalOptions
 	env    Env
@@ -24,6 +25,7 @@ type session struct {
 	stderr io.Writer
 	target target.Target
 	client *client.Client
+	reps   *repclient.Pool // set with client
 }
 
 func newSession(opts *globalOptions, env Env, stdout, stderr io.Writer) *session {
@@ -47,16 +49,17 @@ func (s *session) bbs() (*client.Client, error) {
 	if err != nil {
 		return nil, models.NewError(ErrTypeInvalidTarget, "%v", err)
 	}
-	s.target, s.client = t, c
+	s.target, s.client, s.reps = t, c, repclient.NewPool(tlsConfig, repclient.Options{})
 	return c, nil
 }
 
 func (s *session) getenv(key string) string { return s.env.Vars[key] }
 
-// close closes the connection, if one was made.
+// close closes the connections, if any were made.
 func (s *session) close() {
 	if s.client != nil {
 		_ = s.client.Close() // nothing to do about a failed close on exit
+		_ = s.reps.Close()
 	}
 }
 

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"crypto/sha1" //nolint:gosec // UUIDv5 is defined with SHA-1
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Domains of what push creates in the BBS.
@@ -20,18 +21,12 @@ const (
 )
 
 // appNamespace is the UUIDv5 namespace of app guids (a fixed random UUID).
-var appNamespace = [16]byte{0x5b, 0x2e, 0x9c, 0x71, 0x0d, 0x4a, 0x4f, 0x3b, 0x8e, 0x16, 0xa7, 0x42, 0xc9, 0x03, 0x6d, 0xf1}
+var appNamespace = uuid.MustParse("5b2e9c71-0d4a-4f3b-8e16-a742c9036df1")
 
 // AppGUID is the app's guid: a UUIDv5 of its name in drover's namespace, so the same
 // name always names the same app without a database.
 func AppGUID(name string) string {
-	h := sha1.New() //nolint:gosec // UUIDv5 is defined with SHA-1
-	h.Write(appNamespace[:])
-	h.Write([]byte(name))
-	u := h.Sum(nil)[:16]
-	u[6] = (u[6] & 0x0f) | 0x50 // version 5
-	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	return uuid.NewSHA1(appNamespace, []byte(name)).String()
 }
 
 // Version is the first 8 hex digits of a SHA-256 over what CC's process version

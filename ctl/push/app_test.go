@@ -1,7 +1,10 @@
 package push_test
 
 import (
+	"crypto/sha1" //nolint:gosec // UUIDv5 is defined with SHA-1
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +17,39 @@ func TestAppGUIDIsStableAndUUIDShaped(t *testing.T) {
 	require.Equal(t, a, push.AppGUID("hello"), "same name, same guid")
 	require.NotEqual(t, a, push.AppGUID("hello2"))
 	require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`), a)
+}
+
+// TestAppGUIDNeverChanges pins app guids: a changed guid would orphan every pushed app.
+// The table holds what the first (hand-built UUIDv5) implementation returned, and
+// handBuiltAppGUID is that implementation, compared over more names.
+func TestAppGUIDNeverChanges(t *testing.T) {
+	for name, want := range map[string]string{
+		"hello":       "20127174-1f75-5f3b-900b-10e2cb658a91",
+		"":            "adc87f52-db41-5f13-814f-d633d9b9a78d",
+		"my-app":      "5e80d73f-6a57-5de0-ad5c-3aea8f16214e",
+		"Ünïcødé app": "3611af93-3454-5865-a119-93af265d4e9f",
+		"a/b:c":       "8fe71c5c-7885-55f0-943e-9d008b391b0f",
+		"x":           "e412ac76-450c-55d9-aaeb-49fe1ad92035",
+	} {
+		require.Equal(t, want, push.AppGUID(name), "app %q", name)
+	}
+	for i := range 500 {
+		name := strings.Repeat(fmt.Sprintf("app-%d-", i), 1+i%7)
+		require.Equal(t, handBuiltAppGUID(name), push.AppGUID(name), "app %q", name)
+	}
+}
+
+// handBuiltAppGUID is the first AppGUID: SHA-1 over namespace and name, version and
+// variant bits set by hand (RFC 4122 §4.3).
+func handBuiltAppGUID(name string) string {
+	namespace := []byte{0x5b, 0x2e, 0x9c, 0x71, 0x0d, 0x4a, 0x4f, 0x3b, 0x8e, 0x16, 0xa7, 0x42, 0xc9, 0x03, 0x6d, 0xf1}
+	h := sha1.New() //nolint:gosec // UUIDv5 is defined with SHA-1
+	h.Write(namespace)
+	h.Write([]byte(name))
+	u := h.Sum(nil)[:16]
+	u[6] = (u[6] & 0x0f) | 0x50 // version 5
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
 func TestVersionCoversPackageStackMemoryAndDisk(t *testing.T) {

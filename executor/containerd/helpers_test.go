@@ -19,22 +19,18 @@ import (
 	"drover.dev/executor"
 	"drover.dev/executor/network"
 	"drover.dev/executor/rootfs"
+	"drover.dev/lib/testenv"
 	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/content"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/snapshots"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 )
 
-// testSocket is the private containerd's socket; the test fails when it does not answer.
+// testSocket is the private containerd's socket; the test is skipped (testenv.Missing)
+// when it does not run as root or containerd does not answer.
 func testSocket(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("containerd runtime tests need root")
-	}
+	testenv.RequireRoot(t, "containerd runtime tests run containers")
 	script, err := filepath.Abs("../../scripts/containerd.sh")
 	require.NoError(t, err)
 	out, err := exec.Command(script, "socket").Output()
@@ -46,7 +42,7 @@ func testSocket(t *testing.T) string {
 		c.Close()
 	}
 	if err != nil {
-		t.Fatalf("containerd does not answer at %s (%v): start it with scripts/containerd.sh start", sock, err)
+		testenv.Missing(t, "containerd", fmt.Sprintf("it does not answer at %s (%v): start it with scripts/containerd.sh start", sock, err))
 	}
 	return sock
 }
@@ -89,8 +85,8 @@ func freeSubnet(t *testing.T) string {
 }
 
 // testConfig is a config of a cell of its own: namespace, state dir, bridge, subnet,
-// ports and the busybox image. Cleanups remove the bridge and everything in the
-// namespace (then the namespace) when the test ends.
+// ports and the busybox image. Cleanups remove everything in the namespace (then the
+// namespace) and the cell's network when the test ends.
 func testConfig(t *testing.T) Config {
 	t.Helper()
 	sock := testSocket(t)
@@ -100,15 +96,7 @@ func testConfig(t *testing.T) Config {
 	start := 30000 + randInt(t, 10000)
 	image := filepath.Join(t.TempDir(), "busybox.tar")
 	require.NoError(t, rootfs.EnsureBusyboxImage(image, "/usr/bin/busybox", "drover.local/rootfs/busybox:latest"))
-	t.Cleanup(func() {
-		if link, err := netlink.LinkByName(bridge); err == nil {
-			if err := netlink.LinkDel(link); err != nil {
-				t.Errorf("remove bridge %s: %v", bridge, err)
-			}
-		}
-	})
-	t.Cleanup(func() { purgeNamespace(t, sock, ns) })
-	return Config{
+	cfg := Config{
 		Socket:            sock,
 		Namespace:         ns,
 		StateDir:          t.TempDir(),
@@ -124,6 +112,19 @@ func testConfig(t *testing.T) Config {
 		GracePeriod:      2 * time.Second,
 		DiskPollInterval: 200 * time.Millisecond,
 	}
+	// Registered after t.TempDir's cleanups, so they run before the state dir goes: the
+	// containers first, then the cell's network.
+	t.Cleanup(func() {
+		if err := network.RemoveCell(context.Background(), cfg.withDefaults().Network, nil); err != nil {
+			t.Errorf("remove the cell's network: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		if err := PurgeNamespace(context.Background(), sock, ns); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return cfg
 }
 
 // newTestRuntime starts a runtime over cfg that destroys what it owns at the end.
@@ -153,53 +154,6 @@ func destroyAllAndClose(t *testing.T, cfg Config, r *Runtime) {
 		if err := fresh.Destroy(context.Background(), c.Guid); err != nil {
 			t.Errorf("destroy %s at cleanup: %v", c.Guid, err)
 		}
-	}
-}
-
-// purgeNamespace removes everything in namespace ns, then ns itself.
-func purgeNamespace(t *testing.T, sock, ns string) {
-	c, err := containerd.New(sock, containerd.WithDefaultNamespace(ns))
-	if err != nil {
-		t.Errorf("purge %s: %v", ns, err)
-		return
-	}
-	defer c.Close()
-	ctx := namespaces.WithNamespace(context.Background(), ns)
-	ctrs, _ := c.Containers(ctx)
-	for _, ctr := range ctrs {
-		if task, err := ctr.Task(ctx, nil); err == nil {
-			_, _ = task.Delete(ctx, containerd.WithProcessKill)
-		}
-		_ = ctr.Delete(ctx, containerd.WithSnapshotCleanup)
-	}
-	imgs, _ := c.ImageService().List(ctx)
-	for _, img := range imgs {
-		_ = c.ImageService().Delete(ctx, img.Name, images.SynchronousDelete())
-	}
-	ls, _ := c.LeasesService().List(ctx)
-	for _, l := range ls {
-		_ = c.LeasesService().Delete(ctx, l, leases.SynchronousDelete)
-	}
-	sn := c.SnapshotService(DefaultSnapshotter)
-	for range 10 {
-		var keys []string
-		_ = sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
-			keys = append(keys, info.Name)
-			return nil
-		})
-		if len(keys) == 0 {
-			break
-		}
-		for _, k := range keys {
-			_ = sn.Remove(ctx, k)
-		}
-	}
-	_ = c.ContentStore().Walk(ctx, func(info content.Info) error {
-		_ = c.ContentStore().Delete(ctx, info.Digest)
-		return nil
-	})
-	if err := c.NamespaceService().Delete(ctx, ns); err != nil {
-		t.Errorf("delete namespace %s: %v", ns, err)
 	}
 }
 

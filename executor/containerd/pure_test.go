@@ -43,20 +43,50 @@ func TestParseRootFS(t *testing.T) {
 }
 
 func TestResolveUser(t *testing.T) {
-	const passwd = "root:x:0:0:root:/root:/bin/sh\nvcap:x:2000:2000::/home/vcap:/bin/sh\n# comment\nbroken:x:abc:1::/:/bin/sh\n"
-	const group = "root:x:0:\nvcap:x:2000:\nstaff:x:50:vcap,other\n"
+	const passwd = "# comment:x:0:0::/comment:/bin/sh\n" +
+		"root:x:0:0:root:/root:/bin/sh\n" +
+		"  \n" +
+		"vcap:x:2000:2000::/home/vcap:/bin/sh\n" +
+		"toor:x:0:0::/toor:/bin/sh\n" +
+		"vcap:x:2001:2001::/second:/bin/sh\n" +
+		"huge:x:4294967296:1::/huge:/bin/sh\n" +
+		"neg:x:-1:1::/neg:/bin/sh\n" +
+		"short:x:3000\n" +
+		"broken:x:abc:1::/:/bin/sh\n" +
+		"4000:x:4001:4001::/named-by-digits:/bin/sh\n"
+	const group = "root:x:0:\nvcap:x:2000:\nstaff:x:50:vcap,other\n# a comment\nadm:x:4:other,vcap\nstaff:x:51:\nneg:x:-5:vcap\n"
 	for _, tc := range []struct {
 		user    string
 		want    containerUser
 		wantErr string
 	}{
 		{user: "", want: containerUser{UID: 0, GID: 0, Name: "root", Home: "/root"}},
-		{user: "vcap", want: containerUser{UID: 2000, GID: 2000, AdditionalGIDs: []uint32{50}, Name: "vcap", Home: "/home/vcap"}},
-		{user: "2000", want: containerUser{UID: 2000, GID: 2000, AdditionalGIDs: []uint32{50}, Name: "vcap", Home: "/home/vcap"}},
-		{user: "vcap:staff", want: containerUser{UID: 2000, GID: 50, Name: "vcap", Home: "/home/vcap"}},
+		{user: "root", want: containerUser{UID: 0, GID: 0, Name: "root", Home: "/root"}},
+		{user: "0", want: containerUser{UID: 0, GID: 0, Name: "root", Home: "/root"}},
+		{user: "vcap", want: containerUser{UID: 2000, GID: 2000, AdditionalGIDs: []uint32{50, 4}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "2000", want: containerUser{UID: 2000, GID: 2000, AdditionalGIDs: []uint32{50, 4}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "2001", want: containerUser{UID: 2001, GID: 2001, AdditionalGIDs: []uint32{50, 4}, Name: "vcap", Home: "/second"}},
+		{user: "vcap:staff", want: containerUser{UID: 2000, GID: 50, AdditionalGIDs: []uint32{4}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "vcap:4", want: containerUser{UID: 2000, GID: 4, AdditionalGIDs: []uint32{50}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "vcap:77", want: containerUser{UID: 2000, GID: 77, AdditionalGIDs: []uint32{50, 4}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "2000:2000", want: containerUser{UID: 2000, GID: 2000, AdditionalGIDs: []uint32{50, 4}, Name: "vcap", Home: "/home/vcap"}},
+		{user: "4242", want: containerUser{UID: 4242, GID: 4242, Home: "/"}},
 		{user: "4242:7", want: containerUser{UID: 4242, GID: 7, Home: "/"}},
-		{user: "nobody", wantErr: `user "nobody": not found`},
-		{user: "vcap:nogroup", wantErr: `group "nogroup": not found`},
+		{user: "4242:staff", want: containerUser{UID: 4242, GID: 50, Home: "/"}},
+		{user: "toor", want: containerUser{UID: 0, GID: 0, Name: "toor", Home: "/toor"}},
+		{user: "4000", want: containerUser{UID: 4001, GID: 4001, Name: "4000", Home: "/named-by-digits"}},
+		{user: "4001", want: containerUser{UID: 4001, GID: 4001, Name: "4000", Home: "/named-by-digits"}},
+		// An id that is missing or not a number reads as 0, as runc and containerd read it.
+		{user: "short", want: containerUser{UID: 3000, Name: "short"}},
+		{user: "broken", want: containerUser{UID: 0, GID: 1, Name: "broken", Home: "/"}},
+		{user: "nobody", wantErr: `user "nobody": not found in the rootfs /etc/passwd`},
+		{user: "huge", wantErr: `user "huge": not found`},
+		{user: "neg", wantErr: `user "neg": not found`},
+		{user: "# comment", wantErr: `user "# comment": not found`},
+		{user: "vcap:nogroup", wantErr: `group "nogroup": not found in the rootfs /etc/group`},
+		{user: "4242:nogroup", wantErr: `group "nogroup": not found`},
+		{user: "-1", wantErr: `user "-1": not found`},
+		{user: "4294967296", wantErr: `user "4294967296": not found`},
 	} {
 		t.Run(tc.user, func(t *testing.T) {
 			got, err := resolveUser(tc.user, strings.NewReader(passwd), strings.NewReader(group))
@@ -68,9 +98,25 @@ func TestResolveUser(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestResolveUserWithoutPasswdOrGroup(t *testing.T) {
 	got, err := resolveUser("", nil, nil)
 	require.NoError(t, err, "a rootfs without /etc/passwd still runs as root")
-	require.Equal(t, uint32(0), got.UID)
+	require.Equal(t, containerUser{Name: "root", Home: "/root"}, got)
+	got, err = resolveUser("1000:1001", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, containerUser{UID: 1000, GID: 1001, Home: "/"}, got)
+	_, err = resolveUser("vcap", nil, nil)
+	require.ErrorContains(t, err, `user "vcap": not found`)
+	_, err = resolveUser("0:staff", nil, nil)
+	require.ErrorContains(t, err, `group "staff": not found`)
+}
+
+func TestResolveUserRefusesAnOverlongLine(t *testing.T) {
+	long := "vcap:x:2000:2000:" + strings.Repeat("g", 70_000) + ":/home/vcap:/bin/sh\n"
+	_, err := resolveUser("vcap", strings.NewReader(long), nil)
+	require.ErrorContains(t, err, "read /etc/passwd")
 }
 
 func TestMergeEnv(t *testing.T) {

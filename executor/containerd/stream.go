@@ -90,7 +90,7 @@ func extractEntry(cfs *containerFS, dest string, entry archivepolicy.Entry, hdr 
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		opErr = extractDir(parent, name, mode, uid, gid)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // tar.Reader reports the legacy TypeRegA as TypeReg
 		opErr = extractFile(parent, name, mode, rd, uid, gid)
 	case tar.TypeSymlink:
 		opErr = extractSymlink(parent, name, hdr.Linkname, uid, gid)

@@ -1,11 +1,14 @@
 package containerd
 
 import (
-	"bufio"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/user"
 )
 
 // containerUser is a user resolved against a rootfs.
@@ -15,37 +18,33 @@ type containerUser struct {
 	Name, Home     string
 }
 
-// resolveUser finds user ("" means root; a name, "uid" or "uid:gid") in the passwd and
-// group files of a rootfs. Unknown names are an error; unknown numeric ids are allowed.
-func resolveUser(user string, passwd, group io.Reader) (containerUser, error) {
-	if user == "" {
-		user = "root"
+// resolveUser finds spec ("" means root; a name, "uid" or "user:group" with the group
+// given by name or gid) in the passwd and group files of a rootfs; a nil reader is an
+// empty file. Unknown names are an error; unknown numeric ids are allowed, and an unknown
+// uid is also its own gid. A user with a name gets the other groups that list it as
+// additional groups. The first matching entry wins; comment lines and entries with ids
+// outside uint32 are skipped, and an id that is missing or not a number reads as 0 (as in
+// runc and containerd, which parse with the same library).
+func resolveUser(spec string, passwd, group io.Reader) (containerUser, error) {
+	if spec == "" {
+		spec = "root"
 	}
-	name, groupPart, hasGroup := strings.Cut(user, ":")
-	entries, err := parseColonFile(passwd, 7)
-	if err != nil {
-		return containerUser{}, fmt.Errorf("read /etc/passwd: %w", err)
-	}
-	var u containerUser
-	found := false
+	name, groupPart, hasGroup := strings.Cut(spec, ":")
 	uid, numeric := parseID(name)
 	if name == "root" {
 		uid, numeric = 0, true
 	}
-	for _, e := range entries {
-		eUID, ok1 := parseID(e[2])
-		eGID, ok2 := parseID(e[3])
-		if !ok1 || !ok2 {
-			continue
-		}
-		if e[0] == name || (numeric && eUID == uid) {
-			u = containerUser{UID: eUID, GID: eGID, Name: e[0], Home: e[5]}
-			found = true
-			break
-		}
+	users, err := parsePasswd(passwd, func(u user.User) bool {
+		return u.Name == name || (numeric && u.Uid == int(uid))
+	})
+	if err != nil {
+		return containerUser{}, fmt.Errorf("read /etc/passwd: %w", err)
 	}
+	var u containerUser
 	switch {
-	case found:
+	case len(users) > 0:
+		e := users[0]
+		u = containerUser{UID: uint32(e.Uid), GID: uint32(e.Gid), Name: e.Name, Home: e.Home}
 	case numeric:
 		u = containerUser{UID: uid, GID: uid, Home: "/"}
 		if uid == 0 {
@@ -54,68 +53,58 @@ func resolveUser(user string, passwd, group io.Reader) (containerUser, error) {
 	default:
 		return containerUser{}, fmt.Errorf("user %q: not found in the rootfs /etc/passwd", name)
 	}
-	groups, err := parseColonFile(group, 4)
+	groups, err := parseGroup(group, func(g user.Group) bool {
+		return (hasGroup && g.Name == groupPart) || (u.Name != "" && slices.Contains(g.List, u.Name))
+	})
 	if err != nil {
 		return containerUser{}, fmt.Errorf("read /etc/group: %w", err)
 	}
 	if hasGroup {
 		gid, ok := parseID(groupPart)
 		if !ok {
-			gid, ok = lookupGroup(groups, groupPart)
-			if !ok {
+			i := slices.IndexFunc(groups, func(g user.Group) bool { return g.Name == groupPart })
+			if i < 0 {
 				return containerUser{}, fmt.Errorf("group %q: not found in the rootfs /etc/group", groupPart)
 			}
+			gid = uint32(groups[i].Gid)
 		}
 		u.GID = gid
 	}
 	if u.Name != "" {
 		for _, g := range groups {
-			gid, ok := parseID(g[2])
-			if !ok || gid == u.GID {
-				continue
-			}
-			for _, member := range strings.Split(g[3], ",") {
-				if member == u.Name {
-					u.AdditionalGIDs = append(u.AdditionalGIDs, gid)
-				}
+			if gid := uint32(g.Gid); gid != u.GID && slices.Contains(g.List, u.Name) {
+				u.AdditionalGIDs = append(u.AdditionalGIDs, gid)
 			}
 		}
 	}
 	return u, nil
 }
 
-func lookupGroup(groups [][]string, name string) (uint32, bool) {
-	for _, g := range groups {
-		if g[0] == name {
-			return parseID(g[2])
-		}
+// parsePasswd lists the entries of passwd that keep keeps, skipping comment lines and
+// ids outside uint32; a nil reader has none.
+func parsePasswd(passwd io.Reader, keep func(user.User) bool) ([]user.User, error) {
+	if passwd == nil {
+		return nil, nil
 	}
-	return 0, false
+	return user.ParsePasswdFilter(passwd, func(u user.User) bool {
+		return !strings.HasPrefix(u.Name, "#") && validID(u.Uid) && validID(u.Gid) && keep(u)
+	})
 }
+
+// parseGroup lists the entries of group that keep keeps, skipping ids outside uint32; a
+// nil reader has none.
+func parseGroup(group io.Reader, keep func(user.Group) bool) ([]user.Group, error) {
+	if group == nil {
+		return nil, nil
+	}
+	return user.ParseGroupFilter(group, func(g user.Group) bool {
+		return validID(g.Gid) && keep(g)
+	})
+}
+
+func validID(id int) bool { return id >= 0 && id <= math.MaxUint32 }
 
 func parseID(s string) (uint32, bool) {
 	n, err := strconv.ParseUint(s, 10, 32)
 	return uint32(n), err == nil
-}
-
-// parseColonFile reads /etc/passwd-style lines, padding each to n fields; a nil reader
-// is an empty file.
-func parseColonFile(r io.Reader, n int) ([][]string, error) {
-	if r == nil {
-		return nil, nil
-	}
-	var out [][]string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Split(line, ":")
-		for len(fields) < n {
-			fields = append(fields, "")
-		}
-		out = append(out, fields)
-	}
-	return out, sc.Err()
 }

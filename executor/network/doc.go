@@ -6,4 +6,6 @@
 // the CNI result cache and one allocation record per container) or is keyed by the
 // cell's bridge name (the CNI network name), so several cells can share one machine. The
 // records let a restarted Manager find, look up and prune what an earlier one left.
+// RemoveCell tears a whole cell's network down (attachments, bridge, the iptables rules
+// naming it) when the cell goes away for good; CellLeftovers lists what remains of it.
 package network

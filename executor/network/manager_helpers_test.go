@@ -17,24 +17,24 @@ import (
 	"testing"
 	"time"
 
+	"drover.dev/lib/testenv"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netlink"
 )
 
-// requireHost fails the test unless it can create namespaces and run the CNI plugins.
+// requireHost skips the test (testenv.Missing) unless it can create namespaces and run
+// the CNI plugins.
 func requireHost(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("network tests need root (netns, bridge, iptables): run them with sudo")
-	}
+	testenv.RequireRoot(t, "network tests create namespaces, bridges and iptables rules")
 	for _, p := range requiredPlugins {
 		if _, err := os.Stat(filepath.Join(DefaultCNIBinDir, p)); err != nil {
-			t.Fatalf("CNI plugin %s missing in %s: run scripts/install-deps.sh (containernetworking-plugins)", p, DefaultCNIBinDir)
+			testenv.Missing(t, "the CNI plugin "+p, fmt.Sprintf("not in %s: run scripts/install-deps.sh (containernetworking-plugins)", DefaultCNIBinDir))
 		}
 	}
 	if _, err := exec.LookPath("iptables-save"); err != nil {
-		t.Fatal("iptables-save missing: run scripts/install-deps.sh (iptables)")
+		testenv.Missing(t, "iptables-save", "run scripts/install-deps.sh (iptables)")
 	}
 }
 
@@ -77,29 +77,28 @@ func freeSubnet(t *testing.T) string {
 }
 
 // testConfig is a config of its own for one test: bridge, subnet, port range, state dir.
-// The bridge is removed when the test ends.
+// The cell's network (bridge and all) is removed when the test ends.
 func testConfig(t *testing.T, ports int) Config {
 	t.Helper()
 	b := make([]byte, 5)
 	_, err := rand.Read(b)
 	require.NoError(t, err)
-	bridge := "dt" + hex.EncodeToString(b) // 12 characters
 	start := 20000 + randInt(t, 10000)
-	t.Cleanup(func() {
-		if link, err := netlink.LinkByName(bridge); err == nil {
-			if err := netlink.LinkDel(link); err != nil {
-				t.Errorf("remove bridge %s: %v", bridge, err)
-			}
-		}
-	})
-	return Config{
+	cfg := Config{
 		StateDir:       t.TempDir(),
-		BridgeName:     bridge,
+		BridgeName:     "dt" + hex.EncodeToString(b), // 12 characters
 		Subnet:         freeSubnet(t),
 		ExternalIP:     "127.0.0.1",
 		PortRangeStart: start,
 		PortRangeEnd:   start + ports - 1,
 	}
+	// Registered after t.TempDir's own cleanup, so it runs before the state dir goes.
+	t.Cleanup(func() {
+		if err := RemoveCell(context.Background(), cfg, nil); err != nil {
+			t.Errorf("remove the cell's network: %v", err)
+		}
+	})
+	return cfg
 }
 
 // newTestManager makes a Manager over cfg that prunes everything it holds when the test
@@ -172,20 +171,14 @@ func iptablesMentions(t *testing.T, ip string) bool {
 	return re.Match(out)
 }
 
-// bridgePorts lists the names of the interfaces enslaved to bridge (the host veth ends).
-func bridgePorts(t *testing.T, bridge string) []string {
+// portNames lists the names of the interfaces attached to bridge (the host veth ends).
+func portNames(t *testing.T, bridge string) []string {
 	t.Helper()
-	br, err := netlink.LinkByName(bridge)
-	if err != nil {
-		return nil
-	}
-	links, err := netlink.LinkList()
+	links, err := bridgePorts(bridge)
 	require.NoError(t, err)
 	var out []string
 	for _, l := range links {
-		if l.Attrs().MasterIndex == br.Attrs().Index {
-			out = append(out, l.Attrs().Name)
-		}
+		out = append(out, l.Attrs().Name)
 	}
 	return out
 }

@@ -85,7 +85,7 @@ func TestTeardownRemovesEverythingAndIsIdempotent(t *testing.T) {
 
 	a, err := m.Setup(ctx, "gone-1", []uint32{8080, 8081, 8082})
 	require.NoError(t, err)
-	require.Len(t, bridgePorts(t, cfg.BridgeName), 1, "one veth on the bridge")
+	require.Len(t, portNames(t, cfg.BridgeName), 1, "one veth on the bridge")
 	require.True(t, iptablesMentions(t, a.InternalIP), "iptables has rules for the container")
 	require.True(t, ipamReserved(cfg, a.InternalIP))
 	_, err = m.Setup(ctx, "other", []uint32{8080})
@@ -94,7 +94,7 @@ func TestTeardownRemovesEverythingAndIsIdempotent(t *testing.T) {
 	require.NoError(t, m.Teardown(ctx, "gone-1"))
 
 	assert.NoFileExists(t, a.NetnsPath)
-	assert.Empty(t, bridgePorts(t, cfg.BridgeName), "veth removed")
+	assert.Empty(t, portNames(t, cfg.BridgeName), "veth removed")
 	assert.False(t, iptablesMentions(t, a.InternalIP), "no iptables rule names %s", a.InternalIP)
 	assert.False(t, ipamReserved(cfg, a.InternalIP), "IPAM reservation released")
 	assert.NoFileExists(t, filepath.Join(cfg.StateDir, "records", "gone-1.json"))
@@ -138,7 +138,7 @@ func TestRestartedManagerLooksUpAndPrunes(t *testing.T) {
 	assert.NoFileExists(t, gone.NetnsPath)
 	assert.False(t, iptablesMentions(t, gone.InternalIP))
 	assert.False(t, ipamReserved(cfg, gone.InternalIP))
-	assert.Len(t, bridgePorts(t, cfg.BridgeName), 1, "only the kept veth remains")
+	assert.Len(t, portNames(t, cfg.BridgeName), 1, "only the kept veth remains")
 
 	serveInNetns(t, kept.NetnsPath, 9090, "kept")
 	requireReply(t, hostAddr(kept, kept.Ports[1].HostPort), "kept")
@@ -169,7 +169,7 @@ func TestPruneClearsStraysWithoutRecords(t *testing.T) {
 	assert.NoFileExists(t, a.NetnsPath)
 	assert.False(t, iptablesMentions(t, a.InternalIP))
 	assert.False(t, ipamReserved(cfg, a.InternalIP))
-	assert.Empty(t, bridgePorts(t, cfg.BridgeName))
+	assert.Empty(t, portNames(t, cfg.BridgeName))
 }
 
 func TestPortExhaustionLeavesNothingBehind(t *testing.T) {
@@ -207,7 +207,7 @@ func TestSetupFailureRollsBack(t *testing.T) {
 
 	assert.NoFileExists(t, filepath.Join(cfg.StateDir, "netns", "fails-1"))
 	assert.NoFileExists(t, filepath.Join(cfg.StateDir, "records", "fails-1.json"))
-	assert.Empty(t, bridgePorts(t, cfg.BridgeName), "veth removed")
+	assert.Empty(t, portNames(t, cfg.BridgeName), "veth removed")
 	entries, err := os.ReadDir(filepath.Join(ipamDir(cfg.StateDir), networkName(cfg.BridgeName)))
 	require.NoError(t, err)
 	for _, e := range entries {

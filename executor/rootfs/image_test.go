@@ -18,6 +18,12 @@ import (
 	"testing"
 	"time"
 
+	executorcontainerd "drover.dev/executor/containerd"
+	"drover.dev/lib/testenv"
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/stretchr/testify/assert"
@@ -29,11 +35,13 @@ const testBusybox = "/usr/bin/busybox"
 
 const testRef = "drover.local/rootfs/busybox:test"
 
-// requireBusybox fails the test when busybox-static is not installed.
+// requireBusybox skips the test (testenv.Missing) when busybox-static is not installed.
 func requireBusybox(t *testing.T) []byte {
 	t.Helper()
 	data, err := os.ReadFile(testBusybox)
-	require.NoError(t, err, "busybox-static is needed at %s (apt-get install busybox-static, or scripts/install-deps.sh)", testBusybox)
+	if err != nil {
+		testenv.Missing(t, "busybox-static", fmt.Sprintf("%v (apt-get install busybox-static, or scripts/install-deps.sh)", err))
+	}
 	return data
 }
 
@@ -245,13 +253,10 @@ func TestLayerNodesRefusesBadApplets(t *testing.T) {
 	assert.Equal(t, []string{"bin/ls", "bin/sh"}, links, "sorted, deduplicated, busybox itself skipped")
 }
 
-// ctr runs ctr against the private containerd.
-func ctr(ctx context.Context, sock string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", sock}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
+// TestImportsAndRunsInContainerd imports the image into containerd and runs it the way
+// `ctr images import` and `ctr run --rm` do, through the containerd client.
 func TestImportsAndRunsInContainerd(t *testing.T) {
+	testenv.RequireRoot(t, "it runs a container in containerd")
 	requireBusybox(t)
 	script := filepath.Join(repoRoot(t), "scripts", "containerd.sh")
 	sockOut, err := exec.Command(script, "socket").Output()
@@ -259,37 +264,63 @@ func TestImportsAndRunsInContainerd(t *testing.T) {
 	sock := strings.TrimSpace(string(sockOut))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = ctr(ctx, sock, "version")
-	require.NoError(t, err, "containerd is not answering on %s: start it with scripts/containerd.sh start", sock)
+	client, err := containerd.New(sock, containerd.WithTimeout(10*time.Second))
+	if err == nil {
+		t.Cleanup(func() { client.Close() })
+		_, err = client.Version(ctx)
+	}
+	if err != nil {
+		testenv.Missing(t, "containerd", fmt.Sprintf("it does not answer at %s (%v): start it with scripts/containerd.sh start", sock, err))
+	}
 
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	ns := "drover-rootfs-test-" + hex.EncodeToString(suffix)
-	container := "busybox-" + hex.EncodeToString(suffix)
+	id := "busybox-" + hex.EncodeToString(suffix)
 	path := filepath.Join(t.TempDir(), "busybox.tar")
 	require.NoError(t, EnsureBusyboxImage(path, testBusybox, testRef))
-
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, _ = ctr(ctx, sock, "-n", ns, "tasks", "kill", "-s", "SIGKILL", container)
-		_, _ = ctr(ctx, sock, "-n", ns, "tasks", "delete", "-f", container)
-		_, _ = ctr(ctx, sock, "-n", ns, "containers", "delete", container)
-		_, _ = ctr(ctx, sock, "-n", ns, "images", "rm", "--sync", testRef)
-		if out, err := ctr(ctx, sock, "namespaces", "rm", ns); err != nil {
-			t.Errorf("removing namespace %s: %v: %s", ns, err, out)
+		if err := executorcontainerd.PurgeNamespace(ctx, sock, ns); err != nil {
+			t.Error(err)
 		}
 	})
+	ctx = namespaces.WithNamespace(ctx, ns)
 
-	out, err := ctr(ctx, sock, "-n", ns, "images", "import", path)
-	require.NoError(t, err, out)
-	out, err = ctr(ctx, sock, "-n", ns, "images", "ls", "-q")
-	require.NoError(t, err, out)
-	assert.Equal(t, []string{testRef}, strings.Fields(out))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	imported, err := client.Import(ctx, f)
+	f.Close()
+	require.NoError(t, err)
+	var names []string
+	for _, img := range imported {
+		names = append(names, img.Name)
+	}
+	assert.Equal(t, []string{testRef}, names, "the image is named by its annotation")
+	img, err := client.GetImage(ctx, testRef)
+	require.NoError(t, err)
+	require.NoError(t, img.Unpack(ctx, executorcontainerd.DefaultSnapshotter))
 
-	out, err = ctr(ctx, sock, "-n", ns, "run", "--rm", testRef, container,
-		"sh", "-c", `echo "$PATH"; ls -ld /tmp /home/vcap; /usr/bin/env true && echo env-ok; grep ^vcap: /etc/passwd`)
-	require.NoError(t, err, out)
+	c, err := client.NewContainer(ctx, id,
+		containerd.WithSnapshotter(executorcontainerd.DefaultSnapshotter),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs(
+			"sh", "-c", `echo "$PATH"; ls -ld /tmp /home/vcap; /usr/bin/env true && echo env-ok; grep ^vcap: /etc/passwd`)))
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &stdout, &stderr)))
+	require.NoError(t, err)
+	exited, err := task.Wait(ctx)
+	require.NoError(t, err)
+	require.NoError(t, task.Start(ctx))
+	status := <-exited
+	_, err = task.Delete(ctx) // waits for the output to be copied
+	require.NoError(t, err)
+	require.NoError(t, status.Error())
+	require.Equal(t, uint32(0), status.ExitCode(), "stdout: %s\nstderr: %s", &stdout, &stderr)
+
+	out := stdout.String()
 	assert.Contains(t, out, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	assert.Regexp(t, `drwxrwxrwt .* /tmp`, out)
 	assert.Regexp(t, `drwxr-xr-x .* vcap +vcap .* /home/vcap`, out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -67,25 +66,16 @@ func ListActualLRPs(ctx context.Context, c *client.Client, req *bbsv1.ListActual
 	if c == nil {
 		return StreamStats{}, errors.New("list: nil client")
 	}
-	stream, err := c.ListActualLRPs(ctx, req)
-	if err != nil {
-		return StreamStats{}, err
-	}
 	var st StreamStats
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return st, nil
-			}
-			return st, err
-		}
+	err := client.EachActualLRPBatch(ctx, c, req, func(resp *bbsv1.ListActualLRPsResponse) error {
 		st.Rows += len(resp.GetActualLrps())
 		st.Batches++
 		if measureBytes {
 			st.Bytes += proto.Size(resp)
 		}
-	}
+		return nil
+	})
+	return st, err
 }
 
 // TimeInterleaved calls each of fs once untimed (a warm-up), then rounds times in turn,

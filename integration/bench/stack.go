@@ -20,6 +20,7 @@ import (
 	"drover.dev/lib/devcerts"
 	"drover.dev/lib/grpcserver"
 	"drover.dev/lib/tlsconfig"
+	repclient "drover.dev/rep/client"
 )
 
 // DefaultMaxConns is the store's own default pool size, which the bbs binary uses.
@@ -104,7 +105,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		defer close(s.hubDone)
 		_ = hub.Run(hubCtx)
 	}()
-	s.server = server.New(server.Deps{DB: s.Store, Hub: hub, Logger: logger, Reps: server.NewRepClientFactory(nil)})
+	reps := repclient.NewPool(nil, repclient.Options{})
+	s.closers = append(s.closers, reps.Close)
+	s.server = server.New(server.Deps{DB: s.Store, Hub: hub, Logger: logger, Reps: reps})
 	s.grpc, _ = grpcserver.NewServer(serverTLS,
 		grpc.ChainUnaryInterceptor(metrics.UnaryInterceptor(), server.UnaryInterceptor(logger)),
 		grpc.ChainStreamInterceptor(metrics.StreamInterceptor(), server.StreamInterceptor(logger)),

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/bbs/store"
+	"drover.dev/lib/testenv"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -19,7 +21,7 @@ func startStack(t *testing.T) *Stack {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, DefaultAdminURL())
 	if err != nil {
-		t.Skipf("private Postgres not reachable at %s (scripts/postgres.sh start): %v", DefaultAdminURL(), err)
+		testenv.Missing(t, "Postgres", fmt.Sprintf("not reachable at %s (scripts/postgres.sh start): %v", DefaultAdminURL(), err))
 	}
 	require.NoError(t, conn.Close(ctx))
 	stack, err := StartStack(t.Context(), StackConfig{AdminURL: DefaultAdminURL(), MaxConns: 4})

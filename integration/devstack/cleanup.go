@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
+
+	"drover.dev/executor/network"
 )
 
 // CleanCells removes what the stack's cells left on the host once their reps are
 // stopped: every task, container, snapshot and image in their containerd namespaces
-// (and the namespaces), the mounts under their directories, their bridges with the veths
-// on them, and the iptables rules naming their subnets or CNI networks. The executor's
+// (and the namespaces), their networks (network.RemoveCell: attachments, bridges and
+// the iptables rules naming them) and the mounts under their directories. The executor's
 // state directories go too, so a later start begins clean. It does nothing for a rep
 // that still runs.
 func (s *Stack) CleanCells(ctx context.Context) error {
@@ -32,13 +36,11 @@ func (s *Stack) cleanCell(ctx context.Context, r *Rep) error {
 			errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 		}
 	}
+	// Before the mounts go: the network's namespace files are mounts under the cell.
+	if err := network.RemoveCell(ctx, cellNetwork(r), slog.New(slog.DiscardHandler)); err != nil {
+		errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
+	}
 	if err := unmountUnder(r.Dir); err != nil {
-		errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
-	}
-	if err := removeBridge(ctx, r.Config.Executor.BridgeName); err != nil {
-		errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
-	}
-	if err := removeCellIptables(ctx, r.Config.Executor.Subnet, r.Config.Executor.BridgeName); err != nil {
 		errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 	}
 	if mounts, err := mountsUnder(r.Dir); err == nil && len(mounts) == 0 {
@@ -49,10 +51,25 @@ func (s *Stack) cleanCell(ctx context.Context, r *Rep) error {
 	return errors.Join(errs...)
 }
 
+// cellNetwork is the network configuration the rep of r gives its executor (its
+// network state lives in the executor state dir's "network" directory).
+func cellNetwork(r *Rep) network.Config {
+	e := r.Config.Executor
+	return network.Config{
+		StateDir:       filepath.Join(e.StateDir, "network"),
+		CNIBinDir:      e.CNIBinDir,
+		BridgeName:     e.BridgeName,
+		Subnet:         e.Subnet,
+		ExternalIP:     e.ExternalIP,
+		PortRangeStart: e.PortRangeStart,
+		PortRangeEnd:   e.PortRangeEnd,
+	}
+}
+
 // CellLeftovers lists, one line each, what the cell of r holds on the host beyond its
-// bridge itself: tasks and containers in its containerd namespace, netns files under its
-// directory, veths on its bridge, iptables rules naming its subnet or CNI network, and
-// mounts under its directory. A cell with no instance has none.
+// bridge itself: tasks and containers in its containerd namespace, what its network
+// holds (network.CellLeftovers: netns files, veths on its bridge, iptables rules naming
+// it) and mounts under its directory. A cell with no instance has none.
 func (s *Stack) CellLeftovers(ctx context.Context, r *Rep) ([]string, error) {
 	var out []string
 	if s.Containerd.Socket != "" {
@@ -64,19 +81,11 @@ func (s *Stack) CellLeftovers(ctx context.Context, r *Rep) ([]string, error) {
 			out = append(out, "containerd "+r.Config.Executor.ContainerdNamespace+": "+item)
 		}
 	}
-	for _, f := range netnsFiles(r.Dir) {
-		out = append(out, "netns file "+f)
-	}
-	for _, port := range bridgePorts(r.Config.Executor.BridgeName) {
-		out = append(out, "veth "+port+" on bridge "+r.Config.Executor.BridgeName)
-	}
-	rules, err := cellIptablesRules(ctx, r.Config.Executor.Subnet, r.Config.Executor.BridgeName)
+	items, err := network.CellLeftovers(cellNetwork(r))
 	if err != nil {
 		return nil, err
 	}
-	for _, rule := range rules {
-		out = append(out, "iptables -t "+rule.Table+" "+rule.Line)
-	}
+	out = append(out, items...)
 	mounts, err := mountsUnder(r.Dir)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	executorcontainerd "drover.dev/executor/containerd"
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
 )
 
 // Containerd is the private containerd a stack's cells use (scripts/containerd.sh).
@@ -65,129 +73,67 @@ func (c Containerd) Answers(ctx context.Context) error {
 	if _, err := os.Stat(c.Socket); err != nil {
 		return err
 	}
-	_, err := c.ctr(ctx, "", "version")
-	return err
+	return c.with(ctx, "", func(ctx context.Context, client *containerd.Client) error {
+		_, err := client.Version(ctx)
+		return err
+	})
 }
 
-// ctr runs the ctr client against the socket, in namespace ns when it is not empty.
-func (c Containerd) ctr(ctx context.Context, ns string, args ...string) (string, error) {
-	full := []string{"--address", c.Socket}
-	if ns != "" {
-		full = append(full, "--namespace", ns)
-	}
-	cmd := exec.CommandContext(ctx, "ctr", append(full, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
-}
-
-// list runs a "ctr ... ls -q" style command and returns its non-empty lines.
-func (c Containerd) list(ctx context.Context, ns string, args ...string) ([]string, error) {
-	out, err := c.ctr(ctx, ns, args...)
+// with calls fn with a client of the socket and ctx in namespace ns (when not empty).
+func (c Containerd) with(ctx context.Context, ns string, fn func(context.Context, *containerd.Client) error) error {
+	client, err := containerd.New(c.Socket, containerd.WithTimeout(10*time.Second))
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("connect to containerd at %s: %w", c.Socket, err)
 	}
-	var ids []string
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 {
-			ids = append(ids, f[0])
-		}
+	defer client.Close()
+	if ns != "" {
+		ctx = namespaces.WithNamespace(ctx, ns)
 	}
-	return ids, nil
+	return fn(ctx, client)
 }
 
 // Namespaces lists the containerd namespaces.
 func (c Containerd) Namespaces(ctx context.Context) ([]string, error) {
-	return c.list(ctx, "", "namespaces", "ls", "-q")
+	var out []string
+	err := c.with(ctx, "", func(ctx context.Context, client *containerd.Client) (err error) {
+		out, err = client.NamespaceService().List(ctx)
+		return err
+	})
+	return out, err
 }
 
-// Leftovers lists what namespace ns still holds: "task ID", "container ID", "snapshot KEY".
-// An unknown namespace holds nothing.
+// Leftovers lists what namespace ns still holds: "task ID", "container ID". An unknown
+// namespace holds nothing.
 func (c Containerd) Leftovers(ctx context.Context, ns string) ([]string, error) {
-	namespaces, err := c.Namespaces(ctx)
-	if err != nil {
+	known, err := c.Namespaces(ctx)
+	if err != nil || !slices.Contains(known, ns) {
 		return nil, err
 	}
-	if !slices.Contains(namespaces, ns) {
-		return nil, nil
-	}
 	var out []string
-	for _, kind := range []struct{ name, list string }{{"task", "tasks"}, {"container", "containers"}} {
-		ids, err := c.list(ctx, ns, kind.list, "ls", "-q")
+	err = c.with(ctx, ns, func(ctx context.Context, client *containerd.Client) error {
+		resp, err := client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("list tasks in %s: %w", ns, err)
 		}
-		for _, id := range ids {
-			out = append(out, kind.name+" "+id)
+		for _, t := range resp.GetTasks() {
+			out = append(out, "task "+t.GetID())
 		}
-	}
-	return out, nil
-}
-
-// PurgeNamespace kills and deletes every task, container, snapshot, image, lease and
-// content blob of namespace ns, then the namespace itself. An unknown namespace is not
-// an error.
-func (c Containerd) PurgeNamespace(ctx context.Context, ns string) error {
-	namespaces, err := c.Namespaces(ctx)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(namespaces, ns) {
+		ctrs, err := client.Containers(ctx)
+		if err != nil {
+			return fmt.Errorf("list containers in %s: %w", ns, err)
+		}
+		for _, ctr := range ctrs {
+			out = append(out, "container "+ctr.ID())
+		}
 		return nil
-	}
-	var errs []error
-	tasks, err := c.list(ctx, ns, "tasks", "ls", "-q")
-	errs = append(errs, err)
-	for _, id := range tasks {
-		_, err := c.ctr(ctx, ns, "tasks", "rm", "-f", id)
-		errs = append(errs, err)
-	}
-	containers, err := c.list(ctx, ns, "containers", "ls", "-q")
-	errs = append(errs, err)
-	for _, id := range containers {
-		_, err := c.ctr(ctx, ns, "containers", "rm", id)
-		errs = append(errs, err)
-	}
-	errs = append(errs, c.removeAll(ctx, ns, []string{"snapshots", "ls"}, []string{"snapshots", "rm"}))
-	for _, kind := range []string{"images", "leases", "content"} {
-		errs = append(errs, c.removeAll(ctx, ns, []string{kind, "ls", "-q"}, []string{kind, "rm"}))
-	}
-	if _, err := c.ctr(ctx, "", "namespaces", "rm", ns); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	})
+	return out, err
 }
 
-// removeAll removes every listed item, repeating while that makes progress (snapshots
-// must go children first).
-func (c Containerd) removeAll(ctx context.Context, ns string, list, remove []string) error {
-	var lastErr error
-	for {
-		ids, err := c.list(ctx, ns, list...)
-		if err != nil {
-			return err
-		}
-		if len(ids) > 0 && ids[0] == "KEY" { // the header of "snapshots ls"
-			ids = ids[1:]
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		removed := 0
-		for _, id := range ids {
-			if _, err := c.ctr(ctx, ns, append(remove, id)...); err != nil {
-				lastErr = err
-				continue
-			}
-			removed++
-		}
-		if removed == 0 {
-			return lastErr
-		}
-	}
+// PurgeNamespace removes everything namespace ns holds, then the namespace (see the
+// executor's PurgeNamespace). An unknown namespace is not an error.
+func (c Containerd) PurgeNamespace(ctx context.Context, ns string) error {
+	return executorcontainerd.PurgeNamespace(ctx, c.Socket, ns)
 }
 
 func containerdScript(ctx context.Context, root, home, verb string) (string, error) {
@@ -203,17 +149,57 @@ func containerdScript(ctx context.Context, root, home, verb string) (string, err
 
 // Images lists the image names of namespace ns.
 func (c Containerd) Images(ctx context.Context, ns string) ([]string, error) {
-	return c.list(ctx, ns, "images", "ls", "-q")
+	var out []string
+	err := c.with(ctx, ns, func(ctx context.Context, client *containerd.Client) error {
+		imgs, err := client.ImageService().List(ctx)
+		for _, img := range imgs {
+			out = append(out, img.Name)
+		}
+		return err
+	})
+	return out, err
 }
 
 // Containers lists the container ids of namespace ns.
 func (c Containerd) Containers(ctx context.Context, ns string) ([]string, error) {
-	return c.list(ctx, ns, "containers", "ls", "-q")
+	var out []string
+	err := c.with(ctx, ns, func(ctx context.Context, client *containerd.Client) error {
+		ctrs, err := client.Containers(ctx)
+		for _, ctr := range ctrs {
+			out = append(out, ctr.ID())
+		}
+		return err
+	})
+	return out, err
 }
 
-// RunDetached starts container id from image in namespace ns running args, in the
-// background, the way an operator would with `ctr run -d`: no drover label, no network.
+// RunDetached starts container id from image in namespace ns running args in the
+// background, the way an operator would with `ctr run -d`: the image's config, a
+// snapshot of its own, a network namespace of its own, no drover label, no output. When
+// it cannot start the task it removes the container again.
 func (c Containerd) RunDetached(ctx context.Context, ns, image, id string, args ...string) error {
-	_, err := c.ctr(ctx, ns, append([]string{"run", "-d", image, id}, args...)...)
-	return err
+	return c.with(ctx, ns, func(ctx context.Context, client *containerd.Client) error {
+		img, err := client.GetImage(ctx, image)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+		ctr, err := client.NewContainer(ctx, id,
+			containerd.WithSnapshotter(executorcontainerd.DefaultSnapshotter),
+			containerd.WithNewSnapshot(id, img),
+			containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs(args...)))
+		if err != nil {
+			return fmt.Errorf("run %s: create container: %w", id, err)
+		}
+		task, err := ctr.NewTask(ctx, cio.NullIO)
+		if err == nil {
+			if err = task.Start(ctx); err != nil {
+				_, _ = task.Delete(ctx, containerd.WithProcessKill)
+			}
+		}
+		if err != nil {
+			_ = ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
+			return fmt.Errorf("run %s: start task: %w", id, err)
+		}
+		return nil
+	})
 }

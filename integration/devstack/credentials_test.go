@@ -16,6 +16,7 @@ import (
 
 	"drover.dev/integration/natstest"
 	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/testenv"
 )
 
 // TestDevstackCredentials (issue 12, acceptance 5): the private Postgres and NATS that
@@ -25,6 +26,10 @@ import (
 // version of the scripts left (trust, a superuser role, a NATS without users) are
 // switched over by the next start, their data kept.
 func TestDevstackCredentials(t *testing.T) {
+	testenv.RequireRoot(t, "scripts/postgres.sh runs a cluster of its own as the postgres user")
+	if bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl"); len(bins) == 0 {
+		testenv.Missing(t, "Postgres", "no /usr/lib/postgresql/*/bin/pg_ctl: run scripts/install-deps.sh (postgresql)")
+	}
 	ports, err := freePorts(5)
 	require.NoError(t, err)
 	t.Setenv("DROVER_PG_PORT", strconv.Itoa(ports[0]))

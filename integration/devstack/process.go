@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"drover.dev/lib/handover"
 )
 
 // pollInterval is how often waits re-check a condition.
@@ -32,8 +34,9 @@ type process struct {
 
 // spawn starts path with args, its output appended to the two log files. A detached
 // process gets its own session and outlives this one; an attached one is killed when
-// this process dies.
-func spawn(path string, args []string, marker, stdoutPath, stderrPath string, detached bool) (*process, error) {
+// this process dies. The listeners of pass are handed to the child (lib/handover) and
+// closed here.
+func spawn(path string, args []string, marker, stdoutPath, stderrPath string, detached bool, pass []*handover.Reservation) (*process, error) {
 	stdout, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -51,7 +54,13 @@ func spawn(path string, args []string, marker, stdoutPath, stderrPath string, de
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	if err := cmd.Start(); err != nil {
+	release, err := handover.Pass(cmd, pass...)
+	if err != nil {
+		return nil, err
+	}
+	err = cmd.Start()
+	release()
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
 	p := &process{pid: cmd.Process.Pid, marker: marker, done: make(chan struct{})}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"drover.dev/lib/handover"
 )
 
 // StopGrace is how long a process has to exit after SIGTERM before it is killed.
@@ -30,6 +32,9 @@ type Service struct {
 
 	mu   sync.Mutex
 	proc *process
+	// reserved holds the listeners of the service's ports (a test stack reserves them)
+	// until its next start hands them to the process.
+	reserved []*handover.Reservation
 	// logStart is the size of stdout.log when the service was last started (the log is
 	// appended to), so that LoggedSinceStart looks at this run's lines only.
 	logStart int64
@@ -68,7 +73,9 @@ func (s *Service) start(ctx context.Context, config any, timeout time.Duration, 
 	if fi, err := os.Stat(s.StdoutPath()); err == nil {
 		s.logStart = fi.Size()
 	}
-	proc, err := spawn(s.Binary, []string{"-config", s.ConfigPath()}, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached)
+	pass := s.reserved
+	s.reserved = nil
+	proc, err := spawn(s.Binary, []string{"-config", s.ConfigPath()}, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached, pass)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}

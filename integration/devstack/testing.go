@@ -18,6 +18,8 @@ import (
 	reconfig "drover.dev/route-emitter/config"
 
 	"drover.dev/integration/router"
+	"drover.dev/lib/handover"
+	"drover.dev/lib/testenv"
 )
 
 // TestOptions shape a test stack.
@@ -76,7 +78,7 @@ func (b *buildOnce) do(root, binDir string, binaries ...Binary) error {
 }
 
 // NewTest starts a stack private to the test: a temporary home, a fresh database on the
-// scripts/postgres.sh server (storetest.NewDatabase), new certificates, free ports, and
+// scripts/postgres.sh server (storetest.NewDatabase), new certificates, reserved ports, and
 // Replicas BBS processes that die with the test process. Everything is stopped and
 // removed by t.Cleanup, after logging the BBS logs when the test failed.
 func NewTest(t testing.TB, opts TestOptions) *Stack {
@@ -91,10 +93,10 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 		BinDir: BinDir(root),
 	}
 	s.Certs = Certs{Dir: filepath.Join(s.Home, "certs")}
+	s.DatabaseURL = storetest.NewDatabase(t) // first: without Postgres the test is skipped
 	if err := builds.bbs.do(root, s.BinDir, BBSBinary); err != nil {
 		t.Fatal(err)
 	}
-	s.DatabaseURL = storetest.NewDatabase(t)
 	passphrase, err := newPassphrase()
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +105,9 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 		opts.Replicas = 1
 	}
 	for i := range opts.Replicas {
-		ports, err := freePorts(3)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ports, reserved := reservePorts(t, 3)
 		b := s.newBBS(i, Ports{GRPC: ports[0], HTTP: ports[1], Debug: ports[2]}, passphrase, false)
+		b.reserved = reserved
 		b.Config.LogLevel = "debug"
 		b.Config.MaxDatabaseConnections = testDatabaseConnections
 		if opts.Configure != nil {
@@ -146,26 +146,29 @@ func NewTest(t testing.TB, opts TestOptions) *Stack {
 	return s
 }
 
-// addTestCells describes the auctioneer and opts.Cells reps on free ports, in the
-// shared containerd, with per-test namespaces, bridges, subnets and host ports.
+// addTestCells describes the auctioneer and opts.Cells reps on reserved ports, in the
+// shared containerd, with per-test namespaces, bridges, subnets and host ports. Without
+// root or containerd the test is skipped (testenv.Missing).
 func (s *Stack) addTestCells(t testing.TB, opts TestOptions) {
 	t.Helper()
+	testenv.RequireRoot(t, "cells run containers in containerd and create networks")
 	var err error
 	if s.Containerd, err = SharedContainerd(t.Context(), s.Root); err != nil {
-		t.Fatal(err)
+		testenv.Missing(t, "containerd", err.Error())
 	}
 	if err := builds.cells.do(s.Root, s.BinDir, AuctioneerBinary, RepBinary); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(2 + 2*opts.Cells)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports, reserved := reservePorts(t, 2+2*opts.Cells)
 	layouts, err := testCellLayouts(opts.Cells, ports[2:])
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.addCells(layouts, AuctioneerPorts{GRPC: ports[0], Debug: ports[1]}, false)
+	s.Auctioneer.reserved = reserved[:2]
+	for i, r := range s.Reps { // in the order of layouts
+		r.reserved = reserved[2+2*i : 4+2*i]
+	}
 	s.Auctioneer.Config.LogLevel = "debug"
 	if opts.ConfigureAuctioneer != nil {
 		opts.ConfigureAuctioneer(&s.Auctioneer.Config)
@@ -184,11 +187,9 @@ func (s *Stack) addTestConverger(t testing.TB, opts TestOptions) {
 	if err := builds.converger.do(s.Root, s.BinDir, ConvergerBinary); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports, reserved := reservePorts(t, 1)
 	s.Converger = s.newConverger(ports[0], s.BBS[0].GRPCAddress(), TestConvergeInterval, false)
+	s.Converger.reserved = reserved
 	s.Converger.Config.LogLevel = "debug"
 	opts.ConfigureConverger(&s.Converger.Config)
 }
@@ -207,11 +208,9 @@ func (s *Stack) addTestRouting(t testing.TB, opts RoutingOptions) {
 	}
 	s.NATS = nats
 	t.Cleanup(nats.Shutdown)
-	ports, err := freePorts(4)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports, reserved := reservePorts(t, 4)
 	s.addRouting(RouteEmitterPorts{GRPC: ports[0], Debug: ports[1]}, RouterPorts{HTTP: ports[2], Admin: ports[3]}, TestRegisterInterval, false)
+	s.RouteEmitter.reserved, s.Router.reserved = reserved[:2], reserved[2:]
 	s.RouteEmitter.Config.LogLevel = "debug"
 	s.Router.Config.LogLevel = "debug"
 	if opts.ConfigureRouteEmitter != nil {
@@ -260,7 +259,29 @@ func (s *Stack) Client(t testing.TB, i int) *client.Client {
 	return c
 }
 
-// freePorts returns n distinct ports that were free on 127.0.0.1 a moment ago.
+// reservePorts reserves n distinct ports on 127.0.0.1 (lib/handover): their listeners
+// stay open until the services they are given to (Service.reserved) start, so that no
+// other process can take them in between; those left over are released when the test
+// ends.
+func reservePorts(t testing.TB, n int) ([]int, []*handover.Reservation) {
+	t.Helper()
+	ports := make([]int, 0, n)
+	reserved := make([]*handover.Reservation, 0, n)
+	for range n {
+		r, err := handover.Reserve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		ports = append(ports, r.Port())
+		reserved = append(reserved, r)
+	}
+	return ports, reserved
+}
+
+// freePorts returns n distinct ports that were free on 127.0.0.1 a moment ago, for
+// servers a test cannot hand a listener to (Postgres and NATS of the scripts, a detached
+// stack): another process may take one before they bind it.
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var listeners []net.Listener
@@ -286,10 +307,8 @@ func (s *Stack) addTestFileserver(t testing.TB) {
 	if err := builds.fileserver.do(s.Root, s.BinDir, FileserverBinary); err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports, reserved := reservePorts(t, 2)
 	s.Fileserver = s.newFileserver(FileserverPorts{HTTP: ports[0], Debug: ports[1]}, false)
+	s.Fileserver.reserved = reserved
 	s.Fileserver.Config.LogLevel = "debug"
 }

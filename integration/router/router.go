@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/handover"
 )
 
 // Router is a running stand-in router.
@@ -75,10 +76,10 @@ func Start(cfg Config, logger *slog.Logger) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, logger: logger, table: NewTable(), next: map[string]int{}}
 	var err error
-	if r.proxyLis, err = net.Listen("tcp", cfg.ListenAddress); err != nil {
+	if r.proxyLis, err = handover.Listen(cfg.ListenAddress); err != nil {
 		return nil, fmt.Errorf("listen_address: %w", err)
 	}
-	if r.adminLis, err = net.Listen("tcp", cfg.AdminAddress); err != nil {
+	if r.adminLis, err = handover.Listen(cfg.AdminAddress); err != nil {
 		r.proxyLis.Close()
 		return nil, fmt.Errorf("admin_address: %w", err)
 	}

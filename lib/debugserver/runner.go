@@ -14,6 +14,7 @@ import (
 	"github.com/tedsuo/ifrit/grouper"
 
 	"drover.dev/lib/config"
+	"drover.dev/lib/handover"
 	"drover.dev/lib/httpserver"
 	"drover.dev/lib/logging"
 )
@@ -63,7 +64,7 @@ func (r *runner) listen() (grouper.Members, error) {
 	if err != nil {
 		return nil, fmt.Errorf("debug server: debug_admin_address: %w", err)
 	}
-	lis, err := net.Listen("tcp", r.addrs.Metrics)
+	lis, err := handover.Listen(r.addrs.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("debug server: %w", err)
 	}
@@ -96,7 +97,7 @@ func listenAdmin(admin config.DebugAdmin) (net.Listener, error) {
 	if admin.Network == "unix" {
 		return listenUnix(admin.Address)
 	}
-	lis, err := net.Listen("tcp", admin.Address)
+	lis, err := handover.Listen(admin.Address)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"drover.dev/lib/handover"
 	"drover.dev/lib/internal/serve"
 	"drover.dev/lib/logging"
 )
@@ -27,11 +28,12 @@ func WithGracePeriod(d time.Duration) Option {
 	return func(r *serve.Runner) { r.Grace = d }
 }
 
-// New returns an ifrit.Runner that listens on addr (TCP), becomes ready once listening,
-// and serves srv. On a signal it sets healthServer NOT_SERVING for every service, stops
-// gracefully and, after the grace period, hard. healthServer may be nil.
+// New returns an ifrit.Runner that listens on addr (TCP, or the socket handed over for
+// addr: lib/handover), becomes ready once listening, and serves srv. On a signal it sets
+// healthServer NOT_SERVING for every service, stops gracefully and, after the grace
+// period, hard. healthServer may be nil.
 func New(addr string, srv *grpc.Server, healthServer *health.Server, logger *slog.Logger, opts ...Option) ifrit.Runner {
-	listen := func() (net.Listener, error) { return net.Listen("tcp", addr) }
+	listen := func() (net.Listener, error) { return handover.Listen(addr) }
 	return newRunner(listen, srv, healthServer, logger, opts)
 }
 

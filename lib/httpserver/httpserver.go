@@ -13,6 +13,7 @@ import (
 
 	"github.com/tedsuo/ifrit"
 
+	"drover.dev/lib/handover"
 	"drover.dev/lib/internal/serve"
 	"drover.dev/lib/logging"
 )
@@ -33,14 +34,14 @@ func WithName(name string) Option {
 	return func(r *serve.Runner) { r.Name = name }
 }
 
-// New returns an ifrit.Runner that listens on srv.Addr and serves srv: with TLS
-// (ServeTLS, certificates and client-certificate policy from srv.TLSConfig) when
-// srv.TLSConfig is set, plain HTTP otherwise. A nil srv.ErrorLog is set to ErrorLog.
+// New returns an ifrit.Runner that listens on srv.Addr (or the socket handed over for it:
+// lib/handover) and serves srv: with TLS (ServeTLS, certificates and client-certificate
+// policy from srv.TLSConfig) when srv.TLSConfig is set, plain HTTP otherwise. A nil srv.ErrorLog is set to ErrorLog.
 func New(srv *http.Server, logger *slog.Logger, opts ...Option) ifrit.Runner {
 	if srv == nil {
 		return failing
 	}
-	listen := func() (net.Listener, error) { return net.Listen("tcp", srv.Addr) }
+	listen := func() (net.Listener, error) { return handover.Listen(srv.Addr) }
 	return newRunner(listen, srv, logger, opts)
 }
 

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/lib/handover"
 )
 
 // Process is a running binary.
@@ -28,12 +30,17 @@ type Process struct {
 	err    error // the Wait error, once exited is closed
 }
 
-// Start runs binary with args; name labels it in failure messages.
+// Start runs binary with args; name labels it in failure messages. The child inherits
+// the listeners of every address the test reserved (ReserveAddress) since its last Start.
 func Start(t testing.TB, name, binary string, args ...string) *Process {
 	t.Helper()
 	p := &Process{name: name, cmd: exec.Command(binary, args...), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = &p.output, &p.output
-	require.NoError(t, p.cmd.Start())
+	release, err := handover.Pass(p.cmd, takeReserved(t)...)
+	require.NoError(t, err)
+	err = p.cmd.Start()
+	release()
+	require.NoError(t, err)
 	go func() {
 		p.err = p.cmd.Wait()
 		close(p.exited)
@@ -86,13 +93,53 @@ func (p *Process) WaitExit(t testing.TB, timeout time.Duration) int {
 	return 0
 }
 
-// FreeAddress returns a loopback address with a port the OS just handed out.
+// FreeAddress returns a loopback address with a port the OS just handed out and that is
+// free again: another process may take it before anyone binds it. It is for an address
+// that must stay closed for a while, or that the test itself serves at once; a binary's
+// listening address is ReserveAddress's.
 func FreeAddress(t testing.TB) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer lis.Close()
 	return lis.Addr().String()
+}
+
+// ReserveAddress returns a loopback address for the next binary the test starts: the
+// port's listener stays open in the test until Start hands it to that child, which serves
+// on it (lib/handover), so that no other process can take the port in between. Start
+// takes every address the test reserved since its last Start, so reserve a child's
+// addresses right before starting it. A reservation no Start took is released when the
+// test ends.
+func ReserveAddress(t testing.TB) string {
+	t.Helper()
+	r, err := handover.Reserve()
+	require.NoError(t, err)
+	reserved.mu.Lock()
+	reserved.byTest[t] = append(reserved.byTest[t], r)
+	reserved.mu.Unlock()
+	t.Cleanup(func() {
+		_ = r.Close()
+		reserved.mu.Lock()
+		delete(reserved.byTest, t)
+		reserved.mu.Unlock()
+	})
+	return r.Address()
+}
+
+// reserved holds each test's reservations until its next Start.
+var reserved = struct {
+	mu     sync.Mutex
+	byTest map[testing.TB][]*handover.Reservation
+}{byTest: map[testing.TB][]*handover.Reservation{}}
+
+// takeReserved removes and returns t's reservations.
+func takeReserved(t testing.TB) []*handover.Reservation {
+	reserved.mu.Lock()
+	defer reserved.mu.Unlock()
+	rs := reserved.byTest[t]
+	delete(reserved.byTest, t)
+	return rs
 }
 
 // WriteJSON writes v as JSON to a new file named name in a temporary directory and

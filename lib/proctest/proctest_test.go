@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,4 +30,19 @@ func TestFreeAddressAndWriteJSON(t *testing.T) {
 	require.Regexp(t, `^127\.0\.0\.1:\d+$`, FreeAddress(t))
 	path := WriteJSON(t, "c.json", map[string]int{"a": 1})
 	require.FileExists(t, path)
+}
+
+func TestReserveAddressGoesToTheNextStartOnly(t *testing.T) {
+	addr := ReserveAddress(t)
+	require.Regexp(t, `^127\.0\.0\.1:\d+$`, addr)
+	p := Start(t, "sh", "/bin/sh", "-c", `echo "[$DROVER_LISTEN_FDS]"`)
+	require.Equal(t, 0, p.WaitExit(t, 10*time.Second))
+	require.Equal(t, "["+addr+"=3]\n", p.Output(), "the child is told which descriptor listens on addr")
+
+	q := Start(t, "sh", "/bin/sh", "-c", `echo "[$DROVER_LISTEN_FDS]"`)
+	require.Equal(t, 0, q.WaitExit(t, 10*time.Second))
+	require.Equal(t, "[]\n", q.Output(), "a reservation goes to one Start")
+
+	_, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.Error(t, err, "the port is free once the child it went to has exited")
 }

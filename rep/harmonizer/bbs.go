@@ -2,8 +2,6 @@ package harmonizer
 
 import (
 	"context"
-	"errors"
-	"io"
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/models"
@@ -41,21 +39,7 @@ var _ BBS = GRPCBBS{}
 
 // ListActualLRPs reads every row on the cell (all presences).
 func (b GRPCBBS) ListActualLRPs(ctx context.Context, cellID string) ([]*modelsv1.ActualLRP, error) {
-	stream, err := b.Client.ListActualLRPs(ctx, &bbsv1.ListActualLRPsRequest{CellId: cellID})
-	if err != nil {
-		return nil, err
-	}
-	var out []*modelsv1.ActualLRP
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, resp.GetActualLrps()...)
-	}
+	return client.AllActualLRPs(ctx, b.Client, &bbsv1.ListActualLRPsRequest{CellId: cellID})
 }
 
 // ClaimActualLRP claims an index for an instance on this cell.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"drover.dev/bbs/client/lock"
 	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/logging"
@@ -25,8 +26,6 @@ const (
 	DefaultUnregistrationInterval  = 30 * time.Second
 	DefaultUnregistrationSendCount = 20
 	DefaultGreetInterval           = time.Second
-	DefaultLockTTL                 = 15 * time.Second
-	DefaultLockRetryInterval       = 5 * time.Second
 	DefaultCommunicationTimeout    = 30 * time.Second
 	DefaultLogLevel                = "info"
 	LockKey                        = "route_emitter"
@@ -76,11 +75,10 @@ type Config struct {
 	// GreetInterval is the period of router.greet until a router answers.
 	GreetInterval libconfig.Duration `json:"greet_interval"`
 	// StateFile keeps the event cursor and the table across restarts; empty = none.
-	StateFile         string             `json:"state_file,omitempty"`
-	LockTTL           libconfig.Duration `json:"lock_ttl"`
-	LockRetryInterval libconfig.Duration `json:"lock_retry_interval"`
-	// LockOwner identifies this emitter in the lock (default "route-emitter-<random hex>").
-	LockOwner string `json:"lock_owner,omitempty"`
+	StateFile string `json:"state_file,omitempty"`
+	// Config is the emitter lock's lock_ttl, lock_retry_interval and lock_owner
+	// (default "route-emitter-<random hex>"); local mode holds no lock.
+	lock.Config
 	// CommunicationTimeout bounds each BBS call of a sync.
 	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
 	LogLevel             string             `json:"log_level"`
@@ -100,8 +98,7 @@ func Default() Config {
 		UnregistrationInterval:  libconfig.Duration(DefaultUnregistrationInterval),
 		UnregistrationSendCount: DefaultUnregistrationSendCount,
 		GreetInterval:           libconfig.Duration(DefaultGreetInterval),
-		LockTTL:                 libconfig.Duration(DefaultLockTTL),
-		LockRetryInterval:       libconfig.Duration(DefaultLockRetryInterval),
+		Config:                  lock.DefaultConfig(),
 		CommunicationTimeout:    libconfig.Duration(DefaultCommunicationTimeout),
 		LogLevel:                DefaultLogLevel,
 	}
@@ -143,21 +140,18 @@ func (c *Config) Validate() error {
 	if err := libconfig.UserPassword("nats", c.NATSUsername, c.NATSPassword, c.NATSPasswordFile); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.ValidateLock())
 	for _, d := range []struct {
 		field string
 		value libconfig.Duration
 	}{
 		{"sync_interval", c.SyncInterval}, {"register_interval", c.RegisterInterval},
 		{"unregistration_interval", c.UnregistrationInterval}, {"greet_interval", c.GreetInterval},
-		{"lock_ttl", c.LockTTL}, {"lock_retry_interval", c.LockRetryInterval},
 		{"communication_timeout", c.CommunicationTimeout},
 	} {
 		if d.value <= 0 {
 			errs = append(errs, libconfig.Invalid(d.field, "must be positive, got %s", d.value.Duration()))
 		}
-	}
-	if c.LockTTL > 0 && c.LockRetryInterval >= c.LockTTL {
-		errs = append(errs, libconfig.Invalid("lock_retry_interval", "must be shorter than lock_ttl (%s), got %s", c.LockTTL.Duration(), c.LockRetryInterval.Duration()))
 	}
 	if c.JitterFactor < 0 || c.JitterFactor >= 1 {
 		errs = append(errs, libconfig.Invalid("jitter_factor", "must be in [0, 1), got %g", c.JitterFactor))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/tedsuo/ifrit"
 
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"drover.dev/route-emitter/routingtable"
@@ -23,11 +22,7 @@ const (
 func startManual(t *testing.T, bbs *fakeBBS, em *fakeEmitter, stateFile string) *Watcher {
 	t.Helper()
 	w := New(bbs, em, Options{SyncInterval: time.Hour, Timeout: time.Second, StateFile: stateFile, SaveDelay: time.Hour})
-	p := ifrit.Invoke(ifrit.RunFunc(w.Run))
-	t.Cleanup(func() {
-		p.Signal(os.Interrupt)
-		<-p.Wait()
-	})
+	invoke(t, bbs, w)
 	return w
 }
 

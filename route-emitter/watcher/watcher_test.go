@@ -50,12 +50,22 @@ func removed(a *modelsv1.ActualLRP) *modelsv1.Event {
 func start(t *testing.T, bbs *fakeBBS, em *fakeEmitter, stateFile string) (*Watcher, ifrit.Process) {
 	t.Helper()
 	w := New(bbs, em, Options{SyncInterval: time.Hour, Timeout: time.Second, StateFile: stateFile, SaveDelay: 20 * time.Millisecond})
+	return w, invoke(t, bbs, w)
+}
+
+// invoke runs w and waits until it has subscribed: the fake starts a subscription
+// without a cursor at the newest event, so an event published before would be missed
+// (the first sync may finish before the subscription starts).
+func invoke(t *testing.T, bbs *fakeBBS, w *Watcher) ifrit.Process {
+	t.Helper()
+	before := len(bbs.subscribeRequests())
 	p := ifrit.Invoke(ifrit.RunFunc(w.Run))
 	t.Cleanup(func() {
 		p.Signal(os.Interrupt)
 		<-p.Wait()
 	})
-	return w, p
+	require.Eventually(t, func() bool { return len(bbs.subscribeRequests()) > before }, waitFor, pollEvery, "subscribed")
+	return p
 }
 
 // TestResumesFromTheSavedCursorAfterACrash: the state file copied while running (as a

@@ -43,8 +43,8 @@ func newStack(t *testing.T, owner string) *stack {
 	repAddr := serve(t, c.serverTLS(t), func(srv *grpc.Server) { repv1.RegisterRepServiceServer(srv, s.rep) })
 	s.bbs.cells = []*modelsv1.CellPresence{{CellId: "cell-1", RepAddress: repAddr, Zone: "z1"}}
 	s.config = map[string]any{
-		"listen_address":      proctest.FreeAddress(t),
-		"debug_address":       proctest.FreeAddress(t),
+		"listen_address":      proctest.ReserveAddress(t),
+		"debug_address":       proctest.ReserveAddress(t),
 		"bbs_address":         bbsAddr,
 		"tls":                 c.files("bbs"),
 		"lock_ttl":            "2s",

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -19,10 +18,10 @@ import (
 	"drover.dev/auctioneer/server"
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/client/lock"
-	bbsserver "drover.dev/bbs/server"
 	"drover.dev/lib/authz"
 	"drover.dev/lib/debugserver"
 	"drover.dev/lib/grpcserver"
+	repclient "drover.dev/rep/client"
 )
 
 // auctioneer is the process's shared wiring.
@@ -34,7 +33,7 @@ type auctioneer struct {
 	owner    string
 
 	bbs    *client.Client
-	reps   bbsserver.RepClientFactory
+	reps   *repclient.Pool
 	batch  *runner.Batch
 	runner *runner.Runner
 	api    *server.Server
@@ -52,7 +51,7 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	owner := lock.OwnerID(cfg.LockOwner, "auctioneer")
+	owner := cfg.LockOwnerID("auctioneer")
 	registry := debugserver.NewRegistry()
 	grpcMetrics, err := grpcserver.NewMetrics(registry)
 	if err != nil {
@@ -69,7 +68,7 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 	a := &auctioneer{
 		cfg: cfg, logger: logger, level: level, registry: registry, owner: owner,
 		bbs:   bbs,
-		reps:  bbsserver.NewRepClientFactory(clientTLS),
+		reps:  repclient.NewPool(clientTLS, repclient.Options{}),
 		batch: runner.NewBatch(),
 	}
 	a.runner = runner.New(a.batch, runner.NewBBS(bbs), runner.NewRepFactory(a.reps), runner.Options{
@@ -104,9 +103,7 @@ func newAuctioneer(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar
 
 // Close releases the outbound connections.
 func (a *auctioneer) Close() {
-	if closer, ok := a.reps.(io.Closer); ok {
-		_ = closer.Close()
-	}
+	_ = a.reps.Close()
 	_ = a.bbs.Close()
 }
 
@@ -117,14 +114,7 @@ func (a *auctioneer) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: a.cfg.DebugAddress, Admin: a.cfg.DebugAdminAddress}, a.registry, a.level, a.logger)},
 		{Name: "grpc-server", Runner: grpcserver.New(a.cfg.ListenAddress, a.grpc, a.health, a.logger)},
-		{Name: "lock", Runner: lock.New(lock.NewService(a.bbs), lock.Options{
-			Key:           config.LockKey,
-			Owner:         a.owner,
-			Value:         a.cfg.ListenAddress,
-			TTL:           a.cfg.LockTTL.Duration(),
-			RetryInterval: a.cfg.LockRetryInterval.Duration(),
-			Logger:        a.logger,
-		})},
+		{Name: "lock", Runner: lock.New(lock.NewService(a.bbs), a.cfg.LockOptions(config.LockKey, a.owner, a.cfg.ListenAddress, a.logger))},
 		{Name: "auction-runner", Runner: a.runner},
 		{Name: "activation", Runner: ifrit.RunFunc(a.activate)},
 	})

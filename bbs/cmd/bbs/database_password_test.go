@@ -12,6 +12,7 @@ import (
 
 	"drover.dev/bbs/store/storetest"
 	"drover.dev/lib/config"
+	"drover.dev/lib/testenv"
 )
 
 // databaseWithoutPassfile is a fresh database's URL without the passfile= that
@@ -32,7 +33,8 @@ func databaseWithoutPassfile(t *testing.T) string {
 func TestDatabasePasswordFile(t *testing.T) {
 	passwordFile := storetest.PasswordFile()
 	if passwordFile == "" {
-		t.Skip("the Postgres under test takes no password (scripts/postgres.sh of an older version, or DROVER_TEST_DATABASE_URL)")
+		testenv.Missing(t, "the password cluster of scripts/postgres.sh",
+			"no readable drover.password (start it with scripts/postgres.sh start; an older version's cluster, or one of DROVER_TEST_DATABASE_URL, takes no password file)")
 	}
 	password, err := config.ReadSecretFile(passwordFile)
 	require.NoError(t, err)

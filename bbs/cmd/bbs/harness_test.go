@@ -69,9 +69,9 @@ func (c certSet) cell(t *testing.T, cellID string) *tls.Config {
 // testConfig is a complete BBS configuration on free ports.
 func testConfig(t *testing.T, databaseURL string, certs certSet) map[string]any {
 	return map[string]any{
-		"grpc_address":     proctest.FreeAddress(t),
-		"http_address":     proctest.FreeAddress(t),
-		"debug_address":    proctest.FreeAddress(t),
+		"grpc_address":     proctest.ReserveAddress(t),
+		"http_address":     proctest.ReserveAddress(t),
+		"debug_address":    proctest.ReserveAddress(t),
 		"database_url":     databaseURL,
 		"tls":              certs.server(),
 		"encryption_keys":  map[string]string{"k1": "a passphrase for tests"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +29,7 @@ import (
 	"drover.dev/lib/grpcserver"
 	"drover.dev/lib/httpserver"
 	auctioneerv1 "drover.dev/proto/gen/drover/auctioneer/v1"
+	repclient "drover.dev/rep/client"
 )
 
 const (
@@ -41,7 +41,8 @@ const (
 	inProcessWindowBytes = 64 << 10
 	// inProcessTarget is the dial target of the in-process connection (any name works).
 	inProcessTarget = "passthrough:///bbs-in-process"
-	// backgroundWorkGrace bounds how long shutdown waits for side effects in flight.
+	// backgroundWorkGrace bounds how long shutdown waits for side effects in flight
+	// before it cancels them.
 	backgroundWorkGrace = 10 * time.Second
 	// readHeaderTimeout bounds how long an HTTPS client may take to send its headers.
 	readHeaderTimeout = 10 * time.Second
@@ -56,7 +57,7 @@ type bbs struct {
 	registry   *prometheus.Registry
 	metrics    *grpcserver.Metrics
 	serverTLS  *tls.Config
-	reps       server.RepClientFactory
+	reps       *repclient.Pool
 	auctioneer *grpc.ClientConn // nil without auctioneer_address
 	// databaseURL is the connection string with the password (never logged).
 	databaseURL string
@@ -101,7 +102,7 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 		registry:    registry,
 		metrics:     metrics,
 		serverTLS:   serverTLS,
-		reps:        server.NewRepClientFactory(clientTLS),
+		reps:        repclient.NewPool(clientTLS, repclient.Options{}),
 	}
 	if cfg.AuctioneerAddress != "" {
 		b.auctioneer, err = grpc.NewClient(cfg.AuctioneerAddress, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
@@ -114,9 +115,7 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 
 // Close releases the outbound connections.
 func (b *bbs) Close() {
-	if closer, ok := b.reps.(io.Closer); ok {
-		_ = closer.Close()
-	}
+	_ = b.reps.Close()
 	if b.auctioneer != nil {
 		_ = b.auctioneer.Close()
 	}
@@ -212,13 +211,14 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		Logger:         b.logger,
 		MaxTaskRetries: b.cfg.MaxTaskRetries,
 		HTTPClient:     &http.Client{Timeout: b.cfg.TaskCallbackTimeout.Duration()},
+		Registerer:     b.registry,
 	})
 	srv, healthServer := b.newGRPCServer(b.serverTLS, b.guard)
 	b.metrics.Initialize(srv)
 	grpcserver.SetServing(healthServer, srv)
 
 	err := grpcserver.New(b.cfg.GRPCAddress, srv, healthServer, b.logger).Run(signals, ready)
-	b.waitForBackgroundWork()
+	b.stopBackgroundWork()
 	return err
 }
 
@@ -236,18 +236,13 @@ func (b *bbs) newGRPCServer(tlsConfig *tls.Config, guard *authz.Guard, extra ...
 	return srv, healthServer
 }
 
-// waitForBackgroundWork waits, at most backgroundWorkGrace, for the side effects
-// (auction requests, rep calls, task callbacks) that requests started.
-func (b *bbs) waitForBackgroundWork() {
-	done := make(chan struct{})
-	go func() {
-		b.api.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(backgroundWorkGrace):
-		b.logger.Error("background-work-still-running", "waited", backgroundWorkGrace.String())
+// stopBackgroundWork gives the side effects in flight (auction requests, rep calls,
+// task callbacks) backgroundWorkGrace to finish, then cancels them.
+func (b *bbs) stopBackgroundWork() {
+	ctx, cancel := context.WithTimeout(context.Background(), backgroundWorkGrace)
+	defer cancel()
+	if err := b.api.Shutdown(ctx); err != nil {
+		b.logger.Error("background-work-cancelled", "waited", backgroundWorkGrace.String())
 	}
 }
 

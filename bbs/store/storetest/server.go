@@ -65,7 +65,7 @@ func port() int {
 }
 
 // scriptFile is the path of name in the cluster directory of scripts/postgres.sh when
-// that file exists, else "".
+// that file exists and this process may read it, else "".
 func scriptFile(name string) string {
 	home := os.Getenv(HomeEnv)
 	if home == "" || !filepath.IsAbs(home) {
@@ -79,9 +79,11 @@ func scriptFile(name string) string {
 		home = filepath.Join(root, home) // a relative DROVER_HOME is the Makefile's, from the root
 	}
 	path := filepath.Join(home, "postgres", name)
-	if _, err := os.Stat(path); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
 		return ""
 	}
+	_ = f.Close()
 	return path
 }
 

@@ -27,7 +27,7 @@ func databaseExists(t *testing.T, name string) bool {
 func TestNewDatabaseIsPrivateAndDropped(t *testing.T) {
 	var name string
 	outer := t
-	t.Run("create", func(t *testing.T) {
+	created := t.Run("create", func(t *testing.T) {
 		first := storetest.NewDatabase(t)
 		second := storetest.NewDatabase(t)
 		require.NotEqual(t, first, second)
@@ -42,6 +42,9 @@ func TestNewDatabaseIsPrivateAndDropped(t *testing.T) {
 		require.NoError(t, err)
 		outer.Cleanup(func() { _ = conn.Close(context.Background()) })
 	})
+	if !created || name == "" {
+		return // create failed, or was skipped for want of Postgres
+	}
 	require.False(t, databaseExists(t, name), "the database is dropped when its test ends")
 }
 

@@ -142,7 +142,7 @@ func (f *fakeBBS) passes() []*bbsv1.ConvergencePass {
 // convergerConfig points a converger at bbsAddr over plaintext with short timings.
 func convergerConfig(t *testing.T, bbsAddr, owner string) map[string]any {
 	return map[string]any{
-		"debug_address":       proctest.FreeAddress(t),
+		"debug_address":       proctest.ReserveAddress(t),
 		"bbs_address":         bbsAddr,
 		"lock_ttl":            "2s",
 		"lock_retry_interval": "100ms",

@@ -39,7 +39,7 @@ func newConverger(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar)
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	owner := lock.OwnerID(cfg.LockOwner, "converger")
+	owner := cfg.LockOwnerID("converger")
 	registry := debugserver.NewRegistry()
 	metrics, err := pass.NewMetrics(registry)
 	if err != nil {
@@ -73,13 +73,7 @@ func (c *converger) Close() { _ = c.bbs.Close() }
 func (c *converger) Members() ifrit.Runner {
 	return grouper.NewOrdered(os.Interrupt, grouper.Members{
 		{Name: "debug-server", Runner: debugserver.New(debugserver.Addresses{Metrics: c.cfg.DebugAddress, Admin: c.cfg.DebugAdminAddress}, c.registry, c.level, c.logger)},
-		{Name: "lock", Runner: lock.New(lock.NewService(c.bbs), lock.Options{
-			Key:           config.LockKey,
-			Owner:         c.owner,
-			TTL:           c.cfg.LockTTL.Duration(),
-			RetryInterval: c.cfg.LockRetryInterval.Duration(),
-			Logger:        c.logger,
-		})},
+		{Name: "lock", Runner: lock.New(lock.NewService(c.bbs), c.cfg.LockOptions(config.LockKey, c.owner, "", c.logger))},
 		{Name: "converger-loop", Runner: pass.NewLoop(c.passes, c.cfg.RepeatInterval.Duration(), c.logger)},
 	})
 }

@@ -21,7 +21,7 @@ import (
 func realBBS(t *testing.T) (*client.Client, string, tlsconfig.Files) {
 	t.Helper()
 	certs := bbstest.NewCerts(t)
-	addr := proctest.FreeAddress(t)
+	addr := proctest.ReserveAddress(t)
 	return bbstest.Start(t, filepath.Join(binDir, "bbs"), addr, certs), addr, certs("client")
 }
 

@@ -42,7 +42,7 @@ func fileserverConfig(t *testing.T) map[string]any {
 	keyFile := filepath.Join(dir, "key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("cmd-test-signing-key-0123\n"), 0o600))
 	return map[string]any{
-		"server_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
+		"server_address": proctest.ReserveAddress(t), "debug_address": proctest.ReserveAddress(t),
 		"static_directory": static, "blob_directory": filepath.Join(dir, "blobs"), "signing_key_file": keyFile,
 	}
 }
@@ -83,7 +83,8 @@ func TestFileserverProcess(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	assert.Contains(t, p.Output(), `"msg":"blob-stored"`)
+	// The log line reaches p.Output through a pipe, after the response may have.
+	assert.Eventually(t, func() bool { return strings.Contains(p.Output(), `"msg":"blob-stored"`) }, waitTimeout, pollEvery)
 	assert.FileExists(t, filepath.Join(cfg["blob_directory"].(string), "blobs", "droplets", "a.tgz"))
 
 	_, metrics := get(t, "http://"+cfg["debug_address"].(string)+"/metrics")

@@ -134,11 +134,11 @@ func serveFakeBBS(t *testing.T) (*fakeBBS, string) {
 // started; it returns the process and the rep's address.
 func startRep(t *testing.T, bbsAddress string, evacuateOnSigterm bool) (*proctest.Process, string) {
 	t.Helper()
-	listen := proctest.FreeAddress(t)
+	listen := proctest.ReserveAddress(t)
 	cfg := proctest.WriteJSON(t, "rep.json", map[string]any{
 		"cell_id":                     "cell-" + strings.ReplaceAll(t.Name(), "/", "-"),
 		"listen_address":              listen,
-		"debug_address":               proctest.FreeAddress(t),
+		"debug_address":               proctest.ReserveAddress(t),
 		"bbs_address":                 bbsAddress,
 		"presence_interval":           "100ms",
 		"polling_interval":            "1s",

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 func realBBS(t *testing.T) (*client.Client, string, certFiles) {
 	t.Helper()
 	certs := testCerts(t)
-	addr := proctest.FreeAddress(t)
+	addr := proctest.ReserveAddress(t)
 	return startBBSAt(t, addr, certs), addr, certs
 }
 
@@ -90,9 +90,9 @@ func TestRegistersARunningInstanceFromARealBBS(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, sub.Flush())
 
-	listen := proctest.FreeAddress(t)
+	listen := proctest.ReserveAddress(t)
 	p := proctest.Start(t, "route-emitter", filepath.Join(binDir, "route-emitter"), "-config", proctest.WriteJSON(t, "route-emitter.json", map[string]any{
-		"listen_address": listen, "debug_address": proctest.FreeAddress(t), "bbs_address": bbsAddr, "tls": files("route-emitter"),
+		"listen_address": listen, "debug_address": proctest.ReserveAddress(t), "bbs_address": bbsAddr, "tls": files("route-emitter"),
 		"nats_addresses": []string{ns.ClientURL()}, "state_file": filepath.Join(t.TempDir(), "state.json"),
 		"nats_username": natsEmitterUser, "nats_password_file": natsPasswordFile(t, natsEmitterPassword),
 		"lock_owner": "emitter-under-test", "lock_retry_interval": "100ms", "log_level": "debug",

@@ -92,7 +92,7 @@ func newRouteEmitter(cfg *config.Config, logger *slog.Logger, level *slog.LevelV
 		grpc.UnaryInterceptor(guard.UnaryInterceptor()), grpc.StreamInterceptor(guard.StreamInterceptor()))
 	routeemitterv1.RegisterRouteEmitterServiceServer(srv, server.New(w, em, cfg.CellID))
 	return &routeEmitter{cfg: cfg, logger: logger, level: level, registry: registry, bbs: bbs,
-		owner: lock.OwnerID(cfg.LockOwner, "route-emitter"), emitter: em, watcher: w, grpc: srv, health: healthServer}, nil
+		owner: cfg.LockOwnerID("route-emitter"), emitter: em, watcher: w, grpc: srv, health: healthServer}, nil
 }
 
 // Close releases the BBS connection.
@@ -118,10 +118,8 @@ func (r *routeEmitter) Members() ifrit.Runner {
 		{Name: "grpc-server", Runner: grpcserver.New(r.cfg.ListenAddress, r.grpc, r.health, r.logger)},
 	}
 	if !r.cfg.LocalMode() {
-		members = append(members, grouper.Member{Name: "lock", Runner: lock.New(lock.NewService(r.bbs), lock.Options{
-			Key: config.LockKey, Owner: r.owner, Value: r.cfg.ListenAddress,
-			TTL: r.cfg.LockTTL.Duration(), RetryInterval: r.cfg.LockRetryInterval.Duration(), Logger: r.logger,
-		})})
+		members = append(members, grouper.Member{Name: "lock",
+			Runner: lock.New(lock.NewService(r.bbs), r.cfg.LockOptions(config.LockKey, r.owner, r.cfg.ListenAddress, r.logger))})
 	}
 	members = append(members,
 		grouper.Member{Name: "watcher", Runner: ifrit.RunFunc(r.watcher.Run)},

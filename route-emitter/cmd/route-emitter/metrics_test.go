@@ -14,7 +14,7 @@ import (
 // registers, the NATS connection and a RUNNING-to-registered latency sample.
 func TestMetrics(t *testing.T) {
 	certs := testCerts(t)
-	bbsAddr := proctest.FreeAddress(t)
+	bbsAddr := proctest.ReserveAddress(t)
 	bbs := startBBSAt(t, bbsAddr, certs)
 	ns := startNATS(t)
 	rec := recordRegisters(t, ns.ClientURL())

@@ -30,7 +30,7 @@ func listRoutes(t *testing.T, e *emitterUnderTest, certs certFiles) *routeemitte
 // those on cell-2 within several register intervals, and takes no lock.
 func TestLocalModeEmitsOnlyItsCell(t *testing.T) {
 	certs := testCerts(t)
-	bbsAddr := proctest.FreeAddress(t)
+	bbsAddr := proctest.ReserveAddress(t)
 	bbs := startBBSAt(t, bbsAddr, certs)
 	ns := startNATS(t)
 	rec := recordRegisters(t, ns.ClientURL())
@@ -96,7 +96,7 @@ func TestGlobalModeOneActiveEmitter(t *testing.T) {
 		takeoverSlack = 3 * time.Second // BBS clock granularity, process start of the watcher
 	)
 	certs := testCerts(t)
-	bbsAddr := proctest.FreeAddress(t)
+	bbsAddr := proctest.ReserveAddress(t)
 	bbs := startBBSAt(t, bbsAddr, certs)
 	ns := startNATS(t)
 	rec := recordRegisters(t, ns.ClientURL())

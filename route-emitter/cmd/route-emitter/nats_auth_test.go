@@ -28,7 +28,7 @@ func TestNATSCredentials(t *testing.T) {
 
 	t.Run("a wrong password keeps the emitter retrying", func(t *testing.T) {
 		certs := testCerts(t)
-		bbsAddr := proctest.FreeAddress(t)
+		bbsAddr := proctest.ReserveAddress(t)
 		startBBSAt(t, bbsAddr, certs)
 		const wrong = "wrong-password-5be0"
 		before := connectionAttempts(t, ns)

@@ -66,7 +66,7 @@ func otherCA(t *testing.T) string {
 // the failure.
 func TestNATSWithTLS(t *testing.T) {
 	certs := testCerts(t)
-	bbsAddr := proctest.FreeAddress(t)
+	bbsAddr := proctest.ReserveAddress(t)
 	bbs := startBBSAt(t, bbsAddr, certs)
 	desireRoutedLRP(t, bbs, "web", "web.example.com", 1)
 	web := instance{processGUID: "web", index: 0, cellID: "cell-1", guid: "web-0", hostPort: 61000}

@@ -73,7 +73,7 @@ type emitterUnderTest struct {
 func startEmitter(t *testing.T, name, bbsAddr, natsURL string, certs certFiles, overrides map[string]any) *emitterUnderTest {
 	t.Helper()
 	cfg := map[string]any{
-		"listen_address": proctest.FreeAddress(t), "debug_address": proctest.FreeAddress(t),
+		"listen_address": proctest.ReserveAddress(t), "debug_address": proctest.ReserveAddress(t),
 		"bbs_address": bbsAddr, "tls": certs("route-emitter"), "nats_addresses": []string{natsURL},
 		"nats_username": natsEmitterUser, "nats_password_file": natsPasswordFile(t, natsEmitterPassword),
 		"state_file": filepath.Join(t.TempDir(), "state.json"), "log_level": "debug",
