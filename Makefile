@@ -6,27 +6,31 @@ SHELL := /usr/bin/env bash
 export PATH := $(PATH):/usr/local/go/bin
 
 BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
-DEVSTACK = go build -o $(BIN)/devstack ./integration/cmd/devstack && $(BIN)/devstack
+DEVSTACK = go build -o $(BIN)/devstack ./devstack/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
 .PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells bench-converge bench-routing
 
 help:
-	@echo "make up [CELLS=N]       install what is missing, start Postgres, BBS, containerd, auctioneer and N reps (.drover/)"
-	@echo "make down               stop the dev stack and its Postgres"
-	@echo "make clean              make down, then delete .drover (database, certificates, logs)"
-	@echo "make status             show the dev stack's processes and health"
-	@echo "make test               proto-check, lint, unit (-race) and integration tests (what CI runs)"
-	@echo "make test-unit          unit tests only, with the race detector (every module but integration)"
-	@echo "make test-integration   the integration suite only"
+	@echo "make deps               install what is missing: Debian packages (Postgres, NATS, containerd, ...) and Go tools into bin/"
+	@echo "make up [CELLS=N]       make deps, build the binaries into bin/, then bring the dev stack up in the background in \$$DROVER_HOME"
+	@echo "                        (default .drover): Postgres and the BBS; with N cells (default 1, 0 for none) also containerd,"
+	@echo "                        the auctioneer, N reps, the converger, NATS, the stand-in router, the route-emitter, the fileserver"
+	@echo "make down               stop the dev stack: its processes, the NATS and containerd it started, the Postgres of \$$DROVER_HOME"
+	@echo "make clean              make down, then delete \$$DROVER_HOME (database, certificates, containerd state, logs)"
+	@echo "make status             show each process of the dev stack: pid, addresses, health"
+	@echo "make test               what CI runs: proto-check, lint, unit tests (-race), the integration suite, every fuzz target briefly"
+	@echo "make test-unit          unit tests of every module but integration, with the race detector"
+	@echo "make test-integration   the integration suite only (drover's real binaries on the private Postgres and containerd)"
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
-	@echo "make bench-converge     a full convergence pass over 100,000 ActualLRPs (snapshot, plan, apply)"
+	@echo "make bench-converge     the planner over 100,000 ActualLRPs, then a full convergence pass (snapshot, plan, apply)"
 	@echo "make bench-routing      50,000 routes registered; RUNNING-to-registered latency"
-	@echo "make build              build bbs, droverctl and devstack into bin/"
-	@echo "make proto              regenerate proto/gen with buf"
-	@echo "make proto-check        fail when proto/gen is stale or buf lint fails"
-	@echo "make lint               gofmt, go vet, staticcheck, buf lint"
+	@echo "make build              build every binary into bin/: bbs, droverctl, auctioneer, rep, converger, route-emitter,"
+	@echo "                        fileserver, devstack (the launcher behind make up) and standin-router"
+	@echo "make proto              buf lint, then regenerate proto/gen with buf"
+	@echo "make proto-check        fail when buf lint fails, proto/gen is stale, or buf breaking finds a break against the previous commit"
+	@echo "make lint               gofmt, go vet and staticcheck on every module, buf lint on the protos"
 
 deps:
 	scripts/install-deps.sh
@@ -79,9 +83,9 @@ lint:
 
 build:
 	mkdir -p $(BIN)
-	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./integration/cmd/devstack \
+	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./devstack/cmd/devstack \
 	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger \
-	  ./route-emitter/cmd/route-emitter ./integration/cmd/standin-router ./fileserver/cmd/fileserver
+	  ./route-emitter/cmd/route-emitter ./devstack/cmd/standin-router ./fileserver/cmd/fileserver
 
 bench:
 	scripts/postgres.sh start >/dev/null

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/bbs/jsonapi"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 )
 
 // TestSeedLRPLifecycleOverHTTP walks the seed's LRP API: desire the example, read it
 // back field by field, list its 17 instances, scale to 3, kill one, delete it.
 func TestSeedLRPLifecycleOverHTTP(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{})
+	s := devstacktest.New(t, devstacktest.Options{})
 	a := newAPI(t, s, 0)
 	sent := seedJSON(t)
 	const guid = "some-guid"
@@ -82,7 +82,7 @@ func TestSeedLRPLifecycleOverHTTP(t *testing.T) {
 // TestBadRequestsChangeNothing sends broken and invalid requests: each gets a JSON error
 // with a 4xx status and no state changes.
 func TestBadRequestsChangeNothing(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{})
+	s := devstacktest.New(t, devstacktest.Options{})
 	a := newAPI(t, s, 0)
 	negative := bytes.Replace(seedJSON(t), []byte(`"instances": 17`), []byte(`"instances": -1`), 1)
 	badGuid := bytes.Replace(seedJSON(t), []byte(`"some-guid"`), []byte(`"no spaces allowed"`), 1)

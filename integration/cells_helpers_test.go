@@ -18,7 +18,8 @@ import (
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repconfig "drover.dev/rep/config"
@@ -48,8 +49,8 @@ type cellStack struct {
 // newCellStack starts a stack with n cells; configure may change each rep's config.
 func newCellStack(t *testing.T, n int, configure func(i int, c *repconfig.Config)) *cellStack {
 	t.Helper()
-	s := devstack.NewTest(t, devstack.TestOptions{Cells: n, ConfigureRep: configure})
-	return &cellStack{Stack: s, bbs: s.Client(t, 0)}
+	s := devstacktest.New(t, devstacktest.Options{Cells: n, ConfigureRep: configure})
+	return &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}
 }
 
 // runAction is a run action of path with args.

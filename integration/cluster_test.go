@@ -13,7 +13,7 @@ import (
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
 	"drover.dev/bbs/models"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -21,9 +21,9 @@ import (
 // TestClusterState covers domains, locks and cells on two BBS replicas sharing one
 // database: what one replica writes, the other one serves.
 func TestClusterState(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{Replicas: 2})
+	s := devstacktest.New(t, devstacktest.Options{Replicas: 2})
 	a0, a1 := newAPI(t, s, 0), newAPI(t, s, 1)
-	c0, c1 := s.Client(t, 0), s.Client(t, 1)
+	c0, c1 := devstacktest.Client(t, s, 0), devstacktest.Client(t, s, 1)
 
 	t.Run("domains", func(t *testing.T) {
 		t.Parallel()

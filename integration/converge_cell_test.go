@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -32,7 +32,7 @@ func TestConvergeKilledCell(t *testing.T) {
 
 	// start time: the auction, the container, the first health check.
 	const startTime = 30 * time.Second
-	wait := fastPresenceTTL + devstack.TestConvergeInterval + startTime
+	wait := fastPresenceTTL + devstacktest.ConvergeInterval + startTime
 	suspects := map[int32]bool{}
 	final := cs.waitActuals(t, guid, wait, "replacements RUNNING on the surviving cell, no suspects", func(as []*modelsv1.ActualLRP) bool {
 		for _, a := range withPresence(as, modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_SUSPECT) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -44,7 +44,7 @@ func TestConvergeCrashLoopRealTiming(t *testing.T) {
 	require.Less(t, since.Sub(desired), firstBackoff, "three crashes took longer than one backoff: the first two restarts waited")
 
 	due := since.Add(firstBackoff)
-	latest := due.Add(2*devstack.TestConvergeInterval + restartSlack)
+	latest := due.Add(2*devstacktest.ConvergeInterval + restartSlack)
 	for {
 		as := cs.actuals(t, guid)
 		require.Len(t, as, 1)

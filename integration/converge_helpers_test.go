@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	convergerconfig "drover.dev/converger/config"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
+	"drover.dev/devstack/devstacktest"
 	libconfig "drover.dev/lib/config"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -19,7 +20,7 @@ import (
 )
 
 // Timing of the convergence scenarios (the converger runs every
-// devstack.TestConvergeInterval).
+// devstacktest.ConvergeInterval).
 const (
 	// fastPresenceTTL and fastPresenceInterval shorten a rep's cell presence, so that a
 	// killed rep's cell expires quickly.
@@ -39,7 +40,7 @@ type convergeOptions struct {
 	cells        int
 	configureRep func(i int, c *repconfig.Config)
 	// configureConverger may change the converger's configuration (interval already
-	// devstack.TestConvergeInterval).
+	// devstacktest.ConvergeInterval).
 	configureConverger func(c *convergerconfig.Config)
 }
 
@@ -50,8 +51,8 @@ func newConvergeStack(t *testing.T, opts convergeOptions) *convergeStack {
 	if configure == nil {
 		configure = func(*convergerconfig.Config) {}
 	}
-	s := devstack.NewTest(t, devstack.TestOptions{Cells: opts.cells, ConfigureRep: opts.configureRep, ConfigureConverger: configure})
-	return &convergeStack{cellStack: &cellStack{Stack: s, bbs: s.Client(t, 0)}}
+	s := devstacktest.New(t, devstacktest.Options{Cells: opts.cells, ConfigureRep: opts.configureRep, ConfigureConverger: configure})
+	return &convergeStack{cellStack: &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}}
 }
 
 // fastPresence shortens every rep's cell presence TTL and heartbeat.
@@ -76,7 +77,7 @@ func (cs *convergeStack) waitPasses(t *testing.T, n int, check func(*bbsv1.Conve
 	after := time.Now().UnixNano()
 	var last *bbsv1.ConvergencePass
 	seen := 0
-	deadline := time.Now().Add(passWait + time.Duration(n)*devstack.TestConvergeInterval)
+	deadline := time.Now().Add(passWait + time.Duration(n)*devstacktest.ConvergeInterval)
 	for seen < n {
 		p := cs.status(t).GetLastPass()
 		if p.GetTakenAt() > after {

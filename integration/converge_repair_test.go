@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	convergerconfig "drover.dev/converger/config"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
 	libconfig "drover.dev/lib/config"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repconfig "drover.dev/rep/config"

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"drover.dev/bbs/client"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -72,9 +72,9 @@ func writeLoop(ctx context.Context, c *client.Client, base *modelsv1.DesiredLRP,
 // TestKill9LosesNoAcknowledgedWrite kills the BBS with SIGKILL in the middle of a stream
 // of writes, restarts it, and checks that every write it had acknowledged is there.
 func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{})
+	s := devstacktest.New(t, devstacktest.Options{})
 	bbs := s.BBS[0]
-	c := s.Client(t, 0)
+	c := devstacktest.Client(t, s, 0)
 	log := &ackLog{}
 	base := seedLRP(t, "base", 1)
 

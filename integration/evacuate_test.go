@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repconfig "drover.dev/rep/config"
 )

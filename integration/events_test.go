@@ -12,7 +12,7 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/models"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -101,8 +101,8 @@ func keysOf(events []*modelsv1.Event) []eventKey {
 // resumes on replica B with its last sequence: together the two parts are exactly the
 // full stream, with no gap and no repeat, and the SSE stream carries the same events.
 func TestEventsResumeAcrossReplicas(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{Replicas: 2})
-	replicaA, replicaB := s.Client(t, 0), s.Client(t, 1)
+	s := devstacktest.New(t, devstacktest.Options{Replicas: 2})
+	replicaA, replicaB := devstacktest.Client(t, s, 0), devstacktest.Client(t, s, 1)
 	const guid, k = "lrp-events", 7
 	zero := uint64(0)
 
@@ -192,8 +192,8 @@ func requireGapFree(t *testing.T, events []*modelsv1.Event, first uint64) {
 // TestEventsFromConcurrentWritersOnTwoReplicas writes on both replicas at once while a
 // subscriber listens on one: it sees every event of both, once each, gap-free.
 func TestEventsFromConcurrentWritersOnTwoReplicas(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{Replicas: 2})
-	clients := []*client.Client{s.Client(t, 0), s.Client(t, 1)}
+	s := devstacktest.New(t, devstacktest.Options{Replicas: 2})
+	clients := []*client.Client{devstacktest.Client(t, s, 0), devstacktest.Client(t, s, 1)}
 	const perWriter, instances = 15, 2
 	zero := uint64(0)
 	onA := subscribe(t.Context(), t, clients[0], &zero)

@@ -17,14 +17,14 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 )
 
 // TestGRPCAccess checks what an operator sees with grpcurl and the dev certificates:
 // reflection lists the services, health answers SERVING, and nobody gets in without a
 // client certificate, over gRPC or HTTPS.
 func TestGRPCAccess(t *testing.T) {
-	s := devstack.NewTest(t, devstack.TestOptions{})
+	s := devstacktest.New(t, devstacktest.Options{})
 	bbs := s.BBS[0]
 	client := s.Certs.Client()
 	withCert := []string{"-cacert", client.CAFile, "-cert", client.CertFile, "-key", client.KeyFile}

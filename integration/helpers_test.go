@@ -17,7 +17,7 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
 	"drover.dev/lib/testenv"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -37,12 +37,12 @@ type pushStack struct {
 // newPushStack starts a stack with n cells, the routing side and a fileserver.
 func newPushStack(t *testing.T, n int) *pushStack {
 	t.Helper()
-	s := devstack.NewTest(t, devstack.TestOptions{
+	s := devstacktest.New(t, devstacktest.Options{
 		Cells:      n,
-		Routing:    &devstack.RoutingOptions{},
+		Routing:    &devstacktest.RoutingOptions{},
 		Fileserver: true,
 	})
-	return &pushStack{routedStack: &routedStack{cellStack: &cellStack{Stack: s, bbs: s.Client(t, 0)}}}
+	return &pushStack{routedStack: &routedStack{cellStack: &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}}}
 }
 
 // pushResult is what one droverctl run printed and how it ended.

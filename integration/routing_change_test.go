@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
-	"drover.dev/integration/router"
+	"drover.dev/devstack/devstacktest"
+	"drover.dev/devstack/router"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -18,7 +18,7 @@ import (
 // instance while its container still serves; a route update registers the new
 // hostname and unregisters the old one; deleting the LRP unregisters everything.
 func TestRoutingScaleUpdateDelete(t *testing.T) {
-	rs := newRoutedStack(t, 1, devstack.RoutingOptions{})
+	rs := newRoutedStack(t, 1, devstacktest.RoutingOptions{})
 	rec := recordNATS(t, rs.NATS)
 	const guid, oldHost, newHost = "routed-change", "routed-change.example.com", "routed-change-2.example.com"
 	rs.desire(t, routedLRP(t, guid, oldHost, 2))

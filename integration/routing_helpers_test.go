@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"drover.dev/integration/devstack"
-	"drover.dev/integration/natstest"
-	"drover.dev/integration/router"
+	"drover.dev/devstack"
+	"drover.dev/devstack/devstacktest"
+	"drover.dev/devstack/natsuser"
+	"drover.dev/devstack/router"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -39,10 +40,10 @@ type routedStack struct {
 }
 
 // newRoutedStack starts a stack with n cells and the routing side.
-func newRoutedStack(t *testing.T, n int, routing devstack.RoutingOptions) *routedStack {
+func newRoutedStack(t *testing.T, n int, routing devstacktest.RoutingOptions) *routedStack {
 	t.Helper()
-	s := devstack.NewTest(t, devstack.TestOptions{Cells: n, Routing: &routing})
-	return &routedStack{cellStack: &cellStack{Stack: s, bbs: s.Client(t, 0)}}
+	s := devstacktest.New(t, devstacktest.Options{Cells: n, Routing: &routing})
+	return &routedStack{cellStack: &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}}
 }
 
 // cfRouterRoutes is the routes map of an LRP routing hostnames to containerPort.
@@ -82,11 +83,11 @@ type natsRecorder struct {
 	onMessage func(natsMessage)
 }
 
-// recordNATS connects to the stack's NATS as a router (natstest.RouterUser) and records
+// recordNATS connects to the stack's NATS as a router (natsuser.Router) and records
 // until the test ends.
 func recordNATS(t *testing.T, n *devstack.NATS) *natsRecorder {
 	t.Helper()
-	nc, err := n.Connect(natstest.RouterUser, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := n.Connect(natsuser.Router, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	r := &natsRecorder{}

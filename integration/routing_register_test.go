@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
-	"drover.dev/integration/router"
+	"drover.dev/devstack/devstacktest"
+	"drover.dev/devstack/router"
 )
 
 // TestRoutingRegistersRunningInstances (acceptance 1 and an end-to-end check of 4):
@@ -17,7 +17,7 @@ import (
 // turning RUNNING, with the fields gorouter reads, and the stand-in router sends
 // requests with that Host to both instances in turn.
 func TestRoutingRegistersRunningInstances(t *testing.T) {
-	rs := newRoutedStack(t, 1, devstack.RoutingOptions{})
+	rs := newRoutedStack(t, 1, devstacktest.RoutingOptions{})
 	rec := recordNATS(t, rs.NATS)
 	const guid, hostname = "routed-register", "routed-register.example.com"
 	rs.desire(t, routedLRP(t, guid, hostname, 2))

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
-	"drover.dev/integration/router"
+	"drover.dev/devstack/devstacktest"
+	"drover.dev/devstack/router"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -20,7 +20,7 @@ const emitterRestartSlack = 3 * time.Second
 // register interval the router's table is exactly the BBS's (nothing lost, nothing
 // stale). Then NATS restarts: the emitter reconnects and registers every route again.
 func TestRoutingEmitterKillAndNATSRestart(t *testing.T) {
-	rs := newRoutedStack(t, 1, devstack.RoutingOptions{})
+	rs := newRoutedStack(t, 1, devstacktest.RoutingOptions{})
 	const (
 		scaled, scaledHost     = "routed-kill-scaled", "routed-kill-scaled.example.com"
 		shrunk, shrunkHost     = "routed-kill-shrunk", "routed-kill-shrunk.example.com"
@@ -45,7 +45,7 @@ func TestRoutingEmitterKillAndNATSRestart(t *testing.T) {
 	require.NotEqual(t, expected().String(), rs.routerTable(t).String(), "the router cannot know the changes while the emitter is down")
 
 	require.NoError(t, rs.RouteEmitter.Start(t.Context()))
-	took := rs.waitRouterTable(t, expected, devstack.TestRegisterInterval+emitterRestartSlack, "after the emitter's restart")
+	took := rs.waitRouterTable(t, expected, devstacktest.RegisterInterval+emitterRestartSlack, "after the emitter's restart")
 	t.Logf("the router's table was exact %s after the restarted emitter was ready", took)
 	want := expected()
 	require.Contains(t, want, next)
@@ -59,7 +59,7 @@ func TestRoutingEmitterKillAndNATSRestart(t *testing.T) {
 	rec := recordNATS(t, rs.NATS)
 	for uri, addrs := range want {
 		for _, addr := range addrs {
-			rec.waitFirst(t, router.SubjectRegister, uri, addr, devstack.TestRegisterInterval+emitterRestartSlack)
+			rec.waitFirst(t, router.SubjectRegister, uri, addr, devstacktest.RegisterInterval+emitterRestartSlack)
 		}
 	}
 	rs.waitRouterTable(t, expected, routeWait, "after the NATS restart")

@@ -14,7 +14,7 @@ import (
 
 	bbsconfig "drover.dev/bbs/config"
 	convergerconfig "drover.dev/converger/config"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	libconfig "drover.dev/lib/config"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -33,21 +33,21 @@ const (
 )
 
 // newTaskCallbackStack starts one cell and a converger with a short kick duration
-// (passes every devstack.TestConvergeInterval), the BBS posting callbacks with a
+// (passes every devstacktest.ConvergeInterval), the BBS posting callbacks with a
 // taskCallbackTimeout limit.
 func newTaskCallbackStack(t *testing.T) *cellStack {
 	t.Helper()
-	s := devstack.NewTest(t, devstack.TestOptions{
+	s := devstacktest.New(t, devstacktest.Options{
 		Cells: 1,
 		Configure: func(_ int, c *bbsconfig.Config) {
 			c.TaskCallbackTimeout = libconfig.Duration(taskCallbackTimeout)
 		},
 		ConfigureConverger: func(c *convergerconfig.Config) {
-			c.RepeatInterval = libconfig.Duration(devstack.TestConvergeInterval)
+			c.RepeatInterval = libconfig.Duration(devstacktest.ConvergeInterval)
 			c.KickTaskDuration = libconfig.Duration(taskKickDuration)
 		},
 	})
-	return &cellStack{Stack: s, bbs: s.Client(t, 0)}
+	return &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}
 }
 
 // TestTasksCallback: a completed task's result reaches its completion_callback_url once

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/bbs/models"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 

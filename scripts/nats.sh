@@ -5,7 +5,7 @@
 #
 # Every client authenticates with a user and password; an unauthenticated connection is
 # refused. Two users, each allowed only its side of the gorouter protocol (the same
-# permissions as the tests' embedded server, integration/natstest):
+# permissions as the tests' embedded server, devstack/natstest):
 #   route-emitter  publishes router.register, router.unregister, router.greet;
 #                  subscribes to router.start and its reply inbox (_INBOX.>)
 #   router         subscribes to router.* ; publishes router.start and greet replies

@@ -18,7 +18,7 @@ export PATH="$PATH:/usr/local/go/bin"
 export DROVER_REQUIRE_ALL=1
 
 what=${1:-all}
-unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/... ./converger/... ./route-emitter/... ./fileserver/...)
+unit_pkgs=(./proto/... ./lib/... ./bbs/... ./ctl/... ./executor/... ./rep/... ./auctioneer/... ./converger/... ./route-emitter/... ./fileserver/... ./devstack/...)
 integration_pkgs=(./integration/...)
 case "$what" in
   all | unit | integration) ;;

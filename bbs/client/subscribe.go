@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -18,6 +20,12 @@ import (
 type EventSubscriber interface {
 	Subscribe(ctx context.Context, in *bbsv1.SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.SubscribeResponse], error)
 }
+
+// AfterSequenceHeader is the response header in which the BBS names, once it admitted a
+// subscription, the sequence the subscription starts after: the request's cursor, or
+// for a subscription without one the newest sequence committed at admission. State read
+// after the header arrived is therefore no older than the stream's start.
+const AfterSequenceHeader = "drover-after-sequence"
 
 // ErrStreamEnded is what ended a subscription whose stream the BBS closed without an
 // error (a replica shutting down): worth subscribing again.
@@ -32,7 +40,8 @@ const (
 // Subscription describes a resumable subscription to the BBS's events.
 type Subscription struct {
 	// After is the cursor: the stream starts with the event after this sequence. Nil
-	// starts with the next event committed.
+	// starts with the next event committed after the BBS admitted the subscription; the
+	// BBS names that start (AfterSequenceHeader), and later subscriptions resume from it.
 	After *uint64
 	// CellID keeps only the instance events of this cell (desired LRP and task events
 	// always pass).
@@ -44,8 +53,12 @@ type Subscription struct {
 	// Retryable reports whether a subscription that ended with err (never ResyncRequired,
 	// which always ends Subscribe) is worth resubscribing. Nil: Retryable.
 	Retryable func(err error) bool
-	// OnSubscribed, when set, is called with the request of every subscription opened.
-	OnSubscribed func(*bbsv1.SubscribeRequest)
+	// OnSubscribed, when set, is called once the BBS admitted a subscription (its
+	// response headers came), before its first event, with the request and the sequence
+	// the subscription starts after: the request's cursor or, without one, the one the
+	// BBS named (nil when it named none). What is read from the BBS after this call is
+	// therefore no older than the events the subscription delivers.
+	OnSubscribed func(req *bbsv1.SubscribeRequest, after *uint64)
 	// OnRetry, when set, is called before every wait with what ended the subscription,
 	// the cursor the next one resumes after (nil: none yet) and the wait.
 	OnRetry func(err error, after *uint64, wait time.Duration)
@@ -67,10 +80,11 @@ func IsResyncRequired(err error) bool {
 }
 
 // Subscribe streams the events sub selects to handle, in commit order, and whenever a
-// subscription ends retryably subscribes again after the last event handle took, so
-// that none is lost or repeated, waiting an exponential backoff between attempts. It
-// returns ctx's error once ctx ends, handle's error, the BBS's ResyncRequired error
-// (see IsResyncRequired) as it came, or the first error sub.Retryable refuses.
+// subscription ends retryably subscribes again after the last event handle took (before
+// any, after the start of the first subscription admitted), so that none is lost or
+// repeated, waiting an exponential backoff between attempts. It returns ctx's error once
+// ctx ends, handle's error, the BBS's ResyncRequired error (see IsResyncRequired) as it
+// came, or the first error sub.Retryable refuses.
 func Subscribe(ctx context.Context, bbs EventSubscriber, sub Subscription, handle func(*modelsv1.Event) error) error {
 	r := &resumer{bbs: bbs, sub: sub, handle: handle}
 	if sub.After != nil {
@@ -121,12 +135,24 @@ func (s Subscription) newBackoff() *backoff.ExponentialBackOff {
 	return b
 }
 
+// startSequence is the sequence the BBS named in the response headers of an admitted
+// subscription (AfterSequenceHeader), if it named one.
+func startSequence(header metadata.MD) (uint64, bool) {
+	values := header.Get(AfterSequenceHeader)
+	if len(values) != 1 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(values[0], 10, 64)
+	return seq, err == nil
+}
+
 // resumer runs the subscriptions of one Subscribe call, keeping the cursor.
 type resumer struct {
 	bbs    EventSubscriber
 	sub    Subscription
 	handle func(*modelsv1.Event) error
-	// cursor is the sequence of the last event handled (or sub.After); nil: none.
+	// cursor is the sequence of the last event handled, else the start of the first
+	// admitted subscription (sub.After, or the one the BBS named); nil: none.
 	cursor *uint64
 }
 
@@ -152,8 +178,15 @@ func (r *resumer) once(ctx context.Context) (progressed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if r.sub.OnSubscribed != nil {
-		r.sub.OnSubscribed(req)
+	// The headers come once the BBS admitted the subscription and fixed its start; a
+	// refused one has none (its error comes from Recv, in Drain).
+	if header, _ := stream.Header(); header != nil {
+		if seq, ok := startSequence(header); ok && r.cursor == nil {
+			r.cursor = new(seq) // a later subscription resumes there, losing nothing
+		}
+		if r.sub.OnSubscribed != nil {
+			r.sub.OnSubscribed(req, r.after())
+		}
 	}
 	err = Drain(stream, func(resp *bbsv1.SubscribeResponse) error {
 		e := resp.GetEvent()

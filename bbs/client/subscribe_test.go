@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"drover.dev/bbs/client"
@@ -21,11 +23,14 @@ import (
 )
 
 // attempt scripts one subscription: the call fails with callErr, or the stream delivers
-// events and then ends with err (nil: a clean end).
+// events and then ends with err (nil: a clean end). start, when set, is the sequence the
+// response headers name (a subscription without a cursor); refused sends no headers.
 type attempt struct {
 	callErr error
 	events  []*modelsv1.Event
 	err     error
+	start   *uint64
+	refused bool
 }
 
 // scriptedBBS serves the attempts in order; once they run out a subscription stays
@@ -48,7 +53,7 @@ func (b *scriptedBBS) Subscribe(ctx context.Context, in *bbsv1.SubscribeRequest,
 	if a.callErr != nil {
 		return nil, a.callErr
 	}
-	return &scriptedStream{ctx: ctx, events: a.events, err: a.err}, nil
+	return &scriptedStream{ctx: ctx, events: a.events, err: a.err, start: a.start, refused: a.refused}, nil
 }
 
 // cursors lists the after_sequence of every request (-1 for none).
@@ -68,10 +73,25 @@ func (b *scriptedBBS) cursors() []int64 {
 
 type scriptedStream struct {
 	grpc.ClientStream
-	ctx    context.Context
-	events []*modelsv1.Event
-	err    error
-	hold   bool
+	ctx     context.Context
+	events  []*modelsv1.Event
+	err     error
+	hold    bool
+	start   *uint64
+	refused bool
+}
+
+// Header is what an admitted subscription's headers are: the start when scripted; none
+// for a refused one (as grpc-go reports a stream that ended without headers).
+func (s *scriptedStream) Header() (metadata.MD, error) {
+	if s.refused {
+		return nil, nil
+	}
+	md := metadata.MD{}
+	if s.start != nil {
+		md.Set(client.AfterSequenceHeader, strconv.FormatUint(*s.start, 10))
+	}
+	return md, nil
 }
 
 func (s *scriptedStream) Recv() (*bbsv1.SubscribeResponse, error) {
@@ -146,7 +166,8 @@ func TestSubscribeStartsAfterTheGivenCursorAndPassesTheCell(t *testing.T) {
 	sub := quick
 	sub.After, sub.CellID = new(uint64(7)), "cell-1"
 	var opened []*bbsv1.SubscribeRequest
-	sub.OnSubscribed = func(r *bbsv1.SubscribeRequest) {
+	sub.OnSubscribed = func(r *bbsv1.SubscribeRequest, after *uint64) {
+		require.Equal(t, r.GetAfterSequence(), *after, "starts after the request's cursor")
 		if opened = append(opened, r); len(opened) == 2 {
 			cancel()
 		}
@@ -159,6 +180,42 @@ func TestSubscribeStartsAfterTheGivenCursorAndPassesTheCell(t *testing.T) {
 	require.Len(t, opened, 2)
 	assert.Equal(t, "cell-1", opened[0].GetCellId())
 	assert.Equal(t, "cell-1", opened[1].GetCellId())
+}
+
+// TestSubscribeWithoutCursorResumesFromTheStartTheBBSNamed: a subscription without a
+// cursor learns from the headers where the BBS started it; one that ends before any
+// event resumes there (not at the then newest event, which would lose those between).
+// A refused subscription (no headers) is not reported as subscribed.
+func TestSubscribeWithoutCursorResumesFromTheStartTheBBSNamed(t *testing.T) {
+	bbs := &scriptedBBS{attempts: []attempt{
+		{refused: true, err: status.Error(codes.Unavailable, "too busy")},
+		{start: new(uint64(41)), err: status.Error(codes.Unavailable, "bbs shutting down")},
+		{start: new(uint64(41)), events: events(42, 42)}, // the BBS names the cursor it was given
+	}}
+	var starts []*uint64
+	sub := quick
+	sub.OnSubscribed = func(_ *bbsv1.SubscribeRequest, after *uint64) { starts = append(starts, after) }
+	got, err := collect(t, bbs, sub, 42)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []uint64{42}, got)
+	assert.Equal(t, []int64{-1, -1, 41}, bbs.cursors(), "the second resubscription resumes after the first start")
+	require.Len(t, starts, 2, "the refused subscription is not reported")
+	assert.Equal(t, uint64(41), *starts[0])
+	assert.Equal(t, uint64(41), *starts[1], "a resumed subscription starts after its cursor")
+}
+
+// TestSubscribeWithoutAStartNamed: a BBS that names no start leaves the cursor unset
+// until the first event.
+func TestSubscribeWithoutAStartNamed(t *testing.T) {
+	bbs := &scriptedBBS{attempts: []attempt{{err: status.Error(codes.Unavailable, "down")}, {events: events(5, 5)}}}
+	var starts []*uint64
+	sub := quick
+	sub.OnSubscribed = func(_ *bbsv1.SubscribeRequest, after *uint64) { starts = append(starts, after) }
+	got, err := collect(t, bbs, sub, 5)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []uint64{5}, got)
+	assert.Equal(t, []int64{-1, -1}, bbs.cursors())
+	assert.Equal(t, []*uint64{nil, nil}, starts)
 }
 
 func TestSubscribeStopsAt(t *testing.T) {
@@ -239,7 +296,7 @@ func TestSubscribeStopsAt(t *testing.T) {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
 				defer cancel()
-				sub.OnSubscribed = func(*bbsv1.SubscribeRequest) {
+				sub.OnSubscribed = func(*bbsv1.SubscribeRequest, *uint64) {
 					if len(bbs.cursors()) == tt.requests {
 						cancel()
 					}

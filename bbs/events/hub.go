@@ -236,9 +236,10 @@ type Subscription struct {
 	// HubOptions.MaxSubscribersPerIdentity subscriptions at once.
 	Identity string
 	// Admitted, when set, is called once the subscription is admitted, before any event
-	// is sent (the gRPC handler sends its response headers then, which tells a refused
-	// subscription from an idle one).
-	Admitted func()
+	// is sent, with the sequence it starts after (After, or the newest sequence committed
+	// then). The gRPC handler sends its response headers then, which tells a refused
+	// subscription from an idle one and names the start.
+	Admitted func(after uint64)
 }
 
 // Subscribe calls send, in sequence order, for every event after sub.After that passes
@@ -266,7 +267,7 @@ func (h *Hub) Subscribe(ctx context.Context, sub Subscription, send func(*models
 		return err
 	}
 	if sub.Admitted != nil {
-		sub.Admitted()
+		sub.Admitted(cursor)
 	}
 
 	out := newSender(send, h.opts.SendTimeout)

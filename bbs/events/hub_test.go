@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,53 @@ func TestSubscribeWithoutCursorSendsOnlyNewEvents(t *testing.T) {
 	require.Greater(t, first.GetSequence(), before)
 }
 
+// TestAdmittedNamesTheStart: Admitted names the sequence a subscription starts after
+// (its cursor or, without one, the newest committed), and the first event is the next.
+func TestAdmittedNamesTheStart(t *testing.T) {
+	db := storetest.NewStore(t)
+	hub := runHub(t, db, events.HubOptions{})
+	writeTasks(t, db, "old", 3)
+	latest, err := db.LatestSequence(testCtx(t))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		after *uint64
+		want  uint64
+	}{
+		{"without a cursor", nil, latest},
+		{"with a cursor", new(latest - 2), latest - 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			admitted := make(chan uint64, 1)
+			got := make(chan *modelsv1.Event, 100)
+			done := make(chan error, 1)
+			go func() {
+				done <- hub.Subscribe(ctx, events.Subscription{After: tc.after, Admitted: func(after uint64) { admitted <- after }},
+					func(e *modelsv1.Event) error { got <- e; return nil })
+			}()
+			select {
+			case start := <-admitted:
+				require.Equal(t, tc.want, start)
+			case err := <-done:
+				t.Fatalf("subscription ended before admission: %v", err)
+			case <-time.After(waitFor):
+				t.Fatal("not admitted before the deadline")
+			}
+			writeTasks(t, db, "new-"+strings.ReplaceAll(tc.name, " ", "-"), 1)
+			select {
+			case e := <-got:
+				require.Equal(t, tc.want+1, e.GetSequence())
+			case <-time.After(waitFor):
+				t.Fatal("no event before the deadline")
+			}
+			cancel()
+			require.ErrorIs(t, <-done, context.Canceled)
+		})
+	}
+}
+
 func TestResumeAfterLastSequenceLosesAndRepeatsNothing(t *testing.T) {
 	db := storetest.NewStore(t)
 	hub := runHub(t, db, events.HubOptions{PageSize: 4})
@@ -351,7 +399,7 @@ func subscribeGated(t *testing.T, hub *events.Hub, sub events.Subscription, n in
 		got: make(chan *modelsv1.Event, 100000), gate: make(chan struct{}),
 		admitted: make(chan struct{}), done: make(chan error, 1), cancel: cancel,
 	}
-	sub.Admitted = func() { close(g.admitted) }
+	sub.Admitted = func(uint64) { close(g.admitted) }
 	taken := 0
 	go func() {
 		g.done <- hub.Subscribe(ctx, sub, func(e *modelsv1.Event) error {
@@ -495,7 +543,7 @@ func TestSubscriptionsPerIdentityAreCapped(t *testing.T) {
 	admit(events.AnonymousIdentity)
 
 	admittedAgain := false
-	err := hub.Subscribe(testCtx(t), events.Subscription{Identity: "alice", Admitted: func() { admittedAgain = true }},
+	err := hub.Subscribe(testCtx(t), events.Subscription{Identity: "alice", Admitted: func(uint64) { admittedAgain = true }},
 		func(*modelsv1.Event) error { return nil })
 	var tooMany *events.TooManySubscribersError
 	require.ErrorAs(t, err, &tooMany)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"drover.dev/bbs/client"
 	"drover.dev/bbs/events"
 	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -162,26 +164,44 @@ func TestSubscribeStreamsTheOperationsAndResumes(t *testing.T) {
 	})
 }
 
+// TestSubscribeWithoutCursorStreamsOnlyNewEvents: the response headers of a
+// subscription name the sequence it starts after (the newest at admission without a
+// cursor, else the cursor), and the first event is the next one.
 func TestSubscribeWithoutCursorStreamsOnlyNewEvents(t *testing.T) {
 	h := newHarness(t)
 	for i := range 3 {
 		h.desireTask(fmt.Sprintf("old-%d", i), "")
 	}
 	before := h.latestSequence()
-	sub := h.subscribe(nil, "")
-	// The stream has no "subscribed" signal: write until an event arrives.
-	var first *modelsv1.Event
-	h.eventually(func() bool {
-		select {
-		case first = <-sub.events:
-			return true
-		default:
-			h.desireTask(fmt.Sprintf("new-%d", time.Now().UnixNano()), "")
-			return false
-		}
-	}, "a new event arrives")
-	require.Greater(t, first.GetSequence(), before, "first event: %v", first)
-	require.True(t, strings.HasPrefix(first.GetTaskCreated().GetTask().GetTaskGuid(), "new-"), "first event: %v", first)
+	for _, tc := range []struct {
+		name  string
+		after *uint64
+		want  uint64
+	}{
+		{"without a cursor", nil, before},
+		{"with a cursor", new(before - 1), before - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+			defer cancel()
+			stream, err := h.client.Subscribe(ctx, &bbsv1.SubscribeRequest{AfterSequence: tc.after})
+			require.NoError(t, err)
+			header, err := stream.Header()
+			require.NoError(t, err)
+			require.Equal(t, []string{strconv.FormatUint(tc.want, 10)}, header.Get(client.AfterSequenceHeader))
+			guid := "new-" + strings.ReplaceAll(tc.name, " ", "-")
+			h.desireTask(guid, "")
+			resp, err := stream.Recv()
+			require.NoError(t, err)
+			require.Equal(t, tc.want+1, resp.GetEvent().GetSequence(), "the first event follows the start")
+			for resp.GetEvent().GetTaskCreated().GetTask().GetTaskGuid() != guid { // with a cursor: older ones first
+				resp, err = stream.Recv()
+				require.NoError(t, err)
+			}
+			created := resp.GetEvent()
+			require.Greater(t, created.GetSequence(), before, "the new event: %v", created)
+		})
+	}
 }
 
 func TestSubscribeFiltersInstanceEventsByCell(t *testing.T) {

@@ -2,7 +2,8 @@ package commands
 
 import (
 	"context"
-	"flag"
+
+	"github.com/spf13/cobra"
 
 	"drover.dev/ctl/output"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
@@ -13,59 +14,56 @@ const convergerStatusDetails = "Shows whether an operator paused the converger's
 	"phase durations, what it found (missing, extra, crashed, suspect instances...)\n" +
 	"and what became of its conditional writes."
 
-func convergerStatusCommand() *command {
-	return &command{
-		name: "converger status", group: groupOps,
-		summary:  "Show whether convergence is paused and how the last pass went",
-		details:  convergerStatusDetails,
-		examples: []string{"converger status", "converger status --json | jq .last_pass.missing"},
-		setup: func(*flag.FlagSet) action {
-			return func(ctx context.Context, s *session, _ []string) error {
-				c, callCtx, cancel, err := s.begin(ctx)
-				defer cancel()
-				if err != nil {
-					return err
-				}
-				st, err := c.GetConvergerStatus(callCtx, &bbsv1.GetConvergerStatusRequest{})
-				if err != nil {
-					return err
-				}
-				return printConvergerStatus(s, st)
-			}
-		},
+func convergerStatusCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "status", Args: exactArgs(),
+		Short:   "Show whether convergence is paused and how the last pass went",
+		Long:    convergerStatusDetails,
+		Example: examples("converger status", "converger status --json | jq .last_pass.missing"),
 	}
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		c, callCtx, cancel, err := s.begin(ctx)
+		defer cancel()
+		if err != nil {
+			return err
+		}
+		st, err := c.GetConvergerStatus(callCtx, &bbsv1.GetConvergerStatusRequest{})
+		if err != nil {
+			return err
+		}
+		return printConvergerStatus(s, st)
+	})
+	return cmd
 }
 
-func convergerPauseCommand() *command {
-	return &command{
-		name: "converger pause", flagsUsage: "[--reason TEXT]", group: groupOps,
-		summary: "Pause the converger's destructive actions (maintenance)",
-		details: "While paused the converger still creates missing instances and restarts crashed\n" +
+func convergerPauseCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "pause [--reason TEXT]", Args: exactArgs(),
+		Short: "Pause the converger's destructive actions (maintenance)",
+		Long: "While paused the converger still creates missing instances and restarts crashed\n" +
 			"ones, but retires nothing and fails no task. The pause is stored in the BBS, so it\n" +
 			"holds for every converger and across restarts, until 'converger resume'.\n" +
 			"Prints the status after the change.",
-		examples: []string{`converger pause --reason "restoring desired state after incident 42"`},
-		setup: func(fs *flag.FlagSet) action {
-			reason := fs.String("reason", "", "why convergence is paused, shown in the status (`TEXT`)")
-			return func(ctx context.Context, s *session, _ []string) error {
-				return setConvergerPaused(ctx, s, &bbsv1.SetConvergerPausedRequest{Paused: true, Reason: *reason})
-			}
-		},
+		Example: examples(`converger pause --reason "restoring desired state after incident 42"`),
 	}
+	reason := cmd.Flags().String("reason", "", "why convergence is paused, shown in the status (`TEXT`)")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		return setConvergerPaused(ctx, s, &bbsv1.SetConvergerPausedRequest{Paused: true, Reason: *reason})
+	})
+	return cmd
 }
 
-func convergerResumeCommand() *command {
-	return &command{
-		name: "converger resume", group: groupOps,
-		summary:  "Resume the converger's destructive actions",
-		details:  "Lifts a 'converger pause'. Prints the status after the change.",
-		examples: []string{"converger resume"},
-		setup: func(*flag.FlagSet) action {
-			return func(ctx context.Context, s *session, _ []string) error {
-				return setConvergerPaused(ctx, s, &bbsv1.SetConvergerPausedRequest{})
-			}
-		},
+func convergerResumeCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "resume", Args: exactArgs(),
+		Short:   "Resume the converger's destructive actions",
+		Long:    "Lifts a 'converger pause'. Prints the status after the change.",
+		Example: examples("converger resume"),
 	}
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		return setConvergerPaused(ctx, s, &bbsv1.SetConvergerPausedRequest{})
+	})
+	return cmd
 }
 
 // setConvergerPaused sends req and prints the status the BBS answers with.

@@ -2,9 +2,10 @@ package commands
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"drover.dev/bbs/models"
 	"drover.dev/ctl/output"
@@ -33,46 +34,45 @@ const evacuateDetails = "Finds the cell's rep in the BBS's live cells and asks i
 	"the cell's instances are in which state when that changes. With --wait, --timeout\n" +
 	"bounds the whole wait (default 15m) and each call is bounded by 10s or less."
 
-func evacuateCommand() *command {
-	return &command{
-		name: "evacuate", flagsUsage: "[--wait]", group: groupOps, args: []string{"CELL_ID"},
-		summary:  "Drain a cell: hand its instances to other cells, then stop its rep",
-		details:  evacuateDetails,
-		examples: []string{"evacuate cell-z1-0", "evacuate cell-z1-0 --wait --timeout 20m"},
-		setup: func(fs *flag.FlagSet) action {
-			wait := fs.Bool("wait", false, "wait until the cell's presence is gone, printing progress")
-			return func(ctx context.Context, s *session, args []string) error {
-				limit := s.opts.timeout
-				if *wait {
-					if !s.opts.timeoutSet {
-						limit = DefaultEvacuationWait
-					}
-					s.opts.timeout = min(limit, DefaultTimeout)
-				}
-				start := s.now()
-				cell, err := s.liveCell(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				resp, err := s.evacuate(ctx, cell)
-				if err != nil {
-					return err
-				}
-				view := evacuateView{CellID: cell.GetCellId(), AlreadyEvacuating: resp.GetAlreadyEvacuating()}
-				format := "cell %s is evacuating"
-				if view.AlreadyEvacuating {
-					format = "cell %s is already evacuating"
-				}
-				if err := s.report(view, format, cell.GetCellId()); err != nil {
-					return err
-				}
-				if !*wait {
-					return nil
-				}
-				return s.waitEvacuated(ctx, cell.GetCellId(), start, limit)
-			}
-		},
+func evacuateCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "evacuate [--wait] CELL_ID", GroupID: groupOps, Args: exactArgs("CELL_ID"),
+		Short:   "Drain a cell: hand its instances to other cells, then stop its rep",
+		Long:    evacuateDetails,
+		Example: examples("evacuate cell-z1-0", "evacuate cell-z1-0 --wait --timeout 20m"),
 	}
+	wait := cmd.Flags().Bool("wait", false, "wait until the cell's presence is gone, printing progress")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		limit := s.opts.timeout
+		if *wait {
+			if !s.opts.timeoutSet {
+				limit = DefaultEvacuationWait
+			}
+			s.opts.timeout = min(limit, DefaultTimeout)
+		}
+		start := s.now()
+		cell, err := s.liveCell(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		resp, err := s.evacuate(ctx, cell)
+		if err != nil {
+			return err
+		}
+		view := evacuateView{CellID: cell.GetCellId(), AlreadyEvacuating: resp.GetAlreadyEvacuating()}
+		format := "cell %s is evacuating"
+		if view.AlreadyEvacuating {
+			format = "cell %s is already evacuating"
+		}
+		if err := s.report(view, format, cell.GetCellId()); err != nil {
+			return err
+		}
+		if !*wait {
+			return nil
+		}
+		return s.waitEvacuated(ctx, cell.GetCellId(), start, limit)
+	})
+	return cmd
 }
 
 // evacuateView is the JSON line of the evacuation request.

@@ -3,9 +3,10 @@ package commands
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
@@ -24,11 +25,11 @@ const (
 	maxReconnectDelay = 5 * time.Second
 )
 
-func eventsCommand() *command {
-	return &command{
-		name: "events", flagsUsage: "[--follow] [--after SEQ] [--cell CELL_ID]", group: groupEvents,
-		summary: "Print BBS events: stream new ones, or replay from a sequence number",
-		details: `Every event has a sequence number, increasing in commit order.
+func eventsCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "events [--follow] [--after SEQ] [--cell CELL_ID]", GroupID: groupEvents, Args: exactArgs(),
+		Short: "Print BBS events: stream new ones, or replay from a sequence number",
+		Long: `Every event has a sequence number, increasing in commit order.
   --follow            stream events as they are committed, until interrupted
   --after N           replay the events after sequence N, then exit once caught up
                       (no new event for 500ms)
@@ -36,29 +37,28 @@ func eventsCommand() *command {
 One of --follow and --after is required. With --follow, droverctl resubscribes
 after the last sequence it printed when the stream breaks, so no event is lost or
 repeated. If N is older than the BBS retains, the BBS answers ResyncRequired.`,
-		examples: []string{
+		Example: examples(
 			"events --follow",
 			"events --after 1200",
 			"events --after 1200 --follow --cell cell-z1-0 --json | jq .data",
-		},
-		setup: func(fs *flag.FlagSet) action {
-			follow := fs.Bool("follow", false, "keep streaming new events until interrupted")
-			after := &uint64Value{}
-			fs.Var(after, "after", "replay events after sequence number `SEQ`")
-			cell := fs.String("cell", "", "only instance events of the cell `CELL_ID` (desired LRP and task events always pass)")
-			return func(ctx context.Context, s *session, _ []string) error {
-				if !*follow && !after.set {
-					return usagef("events needs --follow, --after SEQ, or both")
-				}
-				w := &eventWriter{s: s}
-				f := &eventFollower{s: s, follow: *follow, cellID: *cell, write: w.write}
-				if after.set {
-					f.cursor, f.hasCursor = after.n, true
-				}
-				return f.run(ctx)
-			}
-		},
+		),
 	}
+	follow := cmd.Flags().Bool("follow", false, "keep streaming new events until interrupted")
+	after := &uint64Value{}
+	cmd.Flags().Var(after, "after", "replay events after sequence number `SEQ`")
+	cell := cmd.Flags().String("cell", "", "only instance events of the cell `CELL_ID` (desired LRP and task events always pass)")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		if !*follow && !after.set {
+			return usagef("events needs --follow, --after SEQ, or both")
+		}
+		w := &eventWriter{s: s}
+		f := &eventFollower{s: s, follow: *follow, cellID: *cell, write: w.write}
+		if after.set {
+			f.cursor, f.hasCursor = after.n, true
+		}
+		return f.run(ctx)
+	})
+	return cmd
 }
 
 // eventFollower streams events to write: with follow it resubscribes after the last

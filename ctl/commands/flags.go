@@ -1,13 +1,16 @@
 package commands
 
 import (
+	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"drover.dev/ctl/target"
 )
@@ -24,8 +27,8 @@ type globalOptions struct {
 	json       bool
 }
 
-// register defines the global flags on fs, keeping values already parsed.
-func (o *globalOptions) register(fs *flag.FlagSet) {
+// register defines the global flags on fs.
+func (o *globalOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.target.Address, "bbs-address", o.target.Address,
 		"BBS gRPC address `HOST:PORT` (env "+target.EnvAddress+"; default "+target.DefaultAddress+")")
 	fs.StringVar(&o.target.CACert, "ca-cert", o.target.CACert,
@@ -36,6 +39,37 @@ func (o *globalOptions) register(fs *flag.FlagSet) {
 		"client key `FILE` (env "+target.EnvClientKey+"; default .drover/certs/client.key)")
 	fs.Var(&durationValue{d: &o.timeout, set: &o.timeoutSet}, "timeout", "time limit per BBS call: a `DURATION` (10s, 1m) or seconds")
 	fs.BoolVar(&o.json, "json", o.json, "print one JSON object per line instead of a table")
+}
+
+// flagError words a flag the command line got wrong as droverctl always has, as a
+// usage error.
+func flagError(_ *cobra.Command, err error) error {
+	var (
+		unknown *pflag.NotExistError
+		invalid *pflag.InvalidValueError
+		missing *pflag.ValueRequiredError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		return usagef("flag provided but not defined: -%s", cmp.Or(unknown.GetSpecifiedShortnames(), unknown.GetSpecifiedName()))
+	case errors.As(err, &invalid):
+		return usagef("invalid value %q for flag -%s: %v", invalid.GetValue(), invalid.GetFlag().Name, errors.Unwrap(invalid))
+	case errors.As(err, &missing):
+		return usagef("flag needs an argument: -%s", cmp.Or(missing.GetSpecifiedShortnames(), missing.GetSpecifiedName()))
+	}
+	return usagef("%v", err)
+}
+
+// fileFlag defines "-f, --file FILE" on cmd; "--f" is accepted too, as it always was.
+func fileFlag(cmd *cobra.Command, file *string, usage string) {
+	cmd.Flags().StringVarP(file, "file", "f", "", usage)
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "f" {
+			name = "file"
+		}
+		return pflag.NormalizedName(name)
+	})
+	_ = cmd.MarkFlagFilename("file", "json") // the flag exists: no error
 }
 
 // ParseDuration reads a Go duration ("90s", "1h30m") or a whole number of seconds
@@ -70,7 +104,7 @@ func TTLSeconds(d time.Duration) (uint32, error) {
 	return uint32(d / time.Second), nil
 }
 
-// durationValue is a flag.Value for ParseDuration; set, when not nil, records that
+// durationValue is a pflag.Value for ParseDuration; set, when not nil, records that
 // the flag was given.
 type durationValue struct {
 	d   *time.Duration
@@ -96,7 +130,9 @@ func (v *durationValue) Set(s string) error {
 	return nil
 }
 
-// uint64Value is a flag.Value that remembers whether it was set.
+func (v *durationValue) Type() string { return "duration" }
+
+// uint64Value is a pflag.Value that remembers whether it was set.
 type uint64Value struct {
 	n   uint64
 	set bool
@@ -118,22 +154,4 @@ func (v *uint64Value) Set(s string) error {
 	return nil
 }
 
-// parseInterspersed parses flags anywhere among args and returns the positional
-// arguments in order. Everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
-}
+func (v *uint64Value) Type() string { return "uint" }

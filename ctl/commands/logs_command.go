@@ -3,12 +3,12 @@ package commands
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"sync"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -19,37 +19,36 @@ import (
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
-func logsCommand() *command {
-	return &command{
-		name: "logs", flagsUsage: "[--index N] [--follow]", group: groupLRPs, args: []string{"GUID"},
-		summary: "Print the output of an LRP's instances or of a task",
-		details: "GUID is a process guid or a task guid. droverctl finds the cells of the LRP's\n" +
+func logsCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "logs [--index N] [--follow] GUID", GroupID: groupLRPs, Args: exactArgs("GUID"),
+		Short: "Print the output of an LRP's instances or of a task",
+		Long: "GUID is a process guid or a task guid. droverctl finds the cells of the LRP's\n" +
 			"actual LRPs (or the task's cell) in the BBS and streams the kept lines from\n" +
 			"each cell's rep, as \"TIME [SOURCE/INDEX] text\". Without --follow the lines of\n" +
 			"all cells are printed in time order; with --follow new lines follow as they\n" +
 			"are written, from all cells merged, until interrupted.",
-		examples: []string{"logs my-app", "logs my-app --index 2 --follow", "logs my-task --json | jq -r .text"},
-		setup: func(fs *flag.FlagSet) action {
-			var index uint64Value
-			fs.Var(&index, "index", "only the instance with this `N`")
-			follow := fs.Bool("follow", false, "keep streaming new lines until interrupted")
-			return func(ctx context.Context, s *session, args []string) error {
-				req := &repv1.StreamLogsRequest{Follow: *follow}
-				if index.set {
-					if index.n > 1<<31-1 {
-						return usagef("--index %d is too large", index.n)
-					}
-					i := int32(index.n)
-					req.Index = &i
-				}
-				cells, err := s.logCells(ctx, args[0], req)
-				if err != nil {
-					return err
-				}
-				return s.streamLogs(ctx, cells, req)
-			}
-		},
+		Example: examples("logs my-app", "logs my-app --index 2 --follow", "logs my-task --json | jq -r .text"),
 	}
+	var index uint64Value
+	cmd.Flags().Var(&index, "index", "only the instance with this `N`")
+	follow := cmd.Flags().Bool("follow", false, "keep streaming new lines until interrupted")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		req := &repv1.StreamLogsRequest{Follow: *follow}
+		if index.set {
+			if index.n > 1<<31-1 {
+				return usagef("--index %d is too large", index.n)
+			}
+			i := int32(index.n)
+			req.Index = &i
+		}
+		cells, err := s.logCells(ctx, args[0], req)
+		if err != nil {
+			return err
+		}
+		return s.streamLogs(ctx, cells, req)
+	})
+	return cmd
 }
 
 // logCells fills req with the LRP or task named guid and returns the live cells that

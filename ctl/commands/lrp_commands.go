@@ -2,11 +2,12 @@ package commands
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/spf13/cobra"
 
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/jsonapi"
@@ -16,118 +17,116 @@ import (
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
-func desiredLRPsCommand() *command {
-	return &command{
-		name: "desired-lrps", flagsUsage: "[--domain DOMAIN]", group: groupLRPs,
-		summary:  "List desired LRPs",
-		examples: []string{"desired-lrps", "desired-lrps --domain cf-apps --json"},
-		setup: func(fs *flag.FlagSet) action {
-			domain := fs.String("domain", "", "only LRPs of this `DOMAIN`")
-			return func(ctx context.Context, s *session, _ []string) error {
-				c, callCtx, cancel, err := s.begin(ctx)
-				defer cancel()
-				if err != nil {
-					return err
-				}
-				resp, err := c.ListDesiredLRPs(callCtx, &bbsv1.ListDesiredLRPsRequest{Domain: *domain})
-				if err != nil {
-					return err
-				}
-				lrps := resp.GetDesiredLrps()
-				return printList(s, output.DesiredLRPTable(lrps, s.now()), lrps, fallible(jsonapi.EncodeDesiredLRP))
-			}
-		},
+func desiredLRPsCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "desired-lrps [--domain DOMAIN]", GroupID: groupLRPs, Args: exactArgs(),
+		Short:   "List desired LRPs",
+		Example: examples("desired-lrps", "desired-lrps --domain cf-apps --json"),
 	}
+	domain := cmd.Flags().String("domain", "", "only LRPs of this `DOMAIN`")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		c, callCtx, cancel, err := s.begin(ctx)
+		defer cancel()
+		if err != nil {
+			return err
+		}
+		resp, err := c.ListDesiredLRPs(callCtx, &bbsv1.ListDesiredLRPsRequest{Domain: *domain})
+		if err != nil {
+			return err
+		}
+		lrps := resp.GetDesiredLrps()
+		return printList(s, output.DesiredLRPTable(lrps, s.now()), lrps, fallible(jsonapi.EncodeDesiredLRP))
+	})
+	return cmd
 }
 
-func desiredLRPCommand() *command {
-	return &command{
-		name: "desired-lrp", group: groupLRPs, args: []string{"PROCESS_GUID"},
-		summary: "Show one desired LRP and its instances",
-		details: "The table view joins the LRP's definition with its actual instances.\n" +
+func desiredLRPCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "desired-lrp PROCESS_GUID", GroupID: groupLRPs, Args: exactArgs("PROCESS_GUID"),
+		Short: "Show one desired LRP and its instances",
+		Long: "The table view joins the LRP's definition with its actual instances.\n" +
 			"--json prints the definition alone, in the shape 'desire -f' accepts.",
-		examples: []string{"desired-lrp my-app", "desired-lrp my-app --json | jq .routes"},
-		setup: func(*flag.FlagSet) action {
-			return func(ctx context.Context, s *session, args []string) error {
-				c, callCtx, cancel, err := s.begin(ctx)
-				defer cancel()
-				if err != nil {
-					return err
-				}
-				resp, err := c.GetDesiredLRP(callCtx, &bbsv1.GetDesiredLRPRequest{ProcessGuid: args[0]})
-				if err != nil {
-					return err
-				}
-				if s.json() {
-					raw, err := jsonapi.EncodeDesiredLRP(resp.GetDesiredLrp())
-					if err != nil {
-						return err
-					}
-					return s.jsonLine(raw)
-				}
-				instances, err := listActualLRPs(ctx, s, &bbsv1.ListActualLRPsRequest{ProcessGuid: args[0]})
-				if err != nil {
-					return err
-				}
-				if err := s.render(output.DesiredLRPProperties(resp.GetDesiredLrp(), s.now())); err != nil {
-					return err
-				}
-				fmt.Fprintln(s.stdout)
-				return s.render(output.ActualLRPTable(instances, s.now()))
-			}
-		},
+		Example: examples("desired-lrp my-app", "desired-lrp my-app --json | jq .routes"),
 	}
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		c, callCtx, cancel, err := s.begin(ctx)
+		defer cancel()
+		if err != nil {
+			return err
+		}
+		resp, err := c.GetDesiredLRP(callCtx, &bbsv1.GetDesiredLRPRequest{ProcessGuid: args[0]})
+		if err != nil {
+			return err
+		}
+		if s.json() {
+			raw, err := jsonapi.EncodeDesiredLRP(resp.GetDesiredLrp())
+			if err != nil {
+				return err
+			}
+			return s.jsonLine(raw)
+		}
+		instances, err := listActualLRPs(ctx, s, &bbsv1.ListActualLRPsRequest{ProcessGuid: args[0]})
+		if err != nil {
+			return err
+		}
+		if err := s.render(output.DesiredLRPProperties(resp.GetDesiredLrp(), s.now())); err != nil {
+			return err
+		}
+		fmt.Fprintln(s.stdout)
+		return s.render(output.ActualLRPTable(instances, s.now()))
+	})
+	return cmd
 }
 
-func desireCommand() *command {
-	return &command{
-		name: "desire", flagsUsage: "-f FILE", group: groupLRPs,
-		summary: "Desire an LRP from its JSON definition",
-		details: "FILE holds a DesiredLRPCreateRequest exactly as the LRP API documents it\n" +
+func desireCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "desire -f FILE", GroupID: groupLRPs, Args: exactArgs(),
+		Short: "Desire an LRP from its JSON definition",
+		Long: "FILE holds a DesiredLRPCreateRequest exactly as the LRP API documents it\n" +
 			"(snake_case fields, env as name/value pairs, actions as {\"run\": {...}}).\n" +
 			"-f - reads the definition from standard input.",
-		examples: []string{"desire -f app.json", "desired-lrp my-app --json | jq '.process_guid=\"copy\"' | droverctl desire -f -"},
-		setup: desireFromFile("desire", "LRP's JSON definition", jsonapi.DecodeDesiredLRP,
-			func(ctx context.Context, c *client.Client, lrp *modelsv1.DesiredLRP) (string, error) {
-				if _, err := c.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp}); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("desired LRP %s with %d instances", lrp.GetProcessGuid(), lrp.GetInstances()), nil
-			}),
+		Example: examples("desire -f app.json", "desired-lrp my-app --json | jq '.process_guid=\"copy\"' | droverctl desire -f -"),
 	}
+	return desireFromFile(ctl, cmd, "LRP's JSON definition", jsonapi.DecodeDesiredLRP,
+		func(ctx context.Context, c *client.Client, lrp *modelsv1.DesiredLRP) (string, error) {
+			if _, err := c.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp}); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("desired LRP %s with %d instances", lrp.GetProcessGuid(), lrp.GetInstances()), nil
+		})
 }
 
-// desireFromFile is the setup of a "-f FILE" command (name): it reads FILE (what
-// describes its content; "-" is stdin), decodes it and sends it to the BBS, bounded by
-// --timeout, then confirms with what send returns.
-func desireFromFile[T any](name, what string, decode func([]byte) (T, error),
-	send func(context.Context, *client.Client, T) (string, error)) func(*flag.FlagSet) action {
-	return func(fs *flag.FlagSet) action {
-		file := fs.String("f", "", "`FILE` with the "+what+", or - for stdin (required)")
-		return func(ctx context.Context, s *session, _ []string) error {
-			if *file == "" {
-				return usagef("%s needs -f FILE", name)
-			}
-			data, err := readInput(*file, s.env.Stdin)
-			if err != nil {
-				return err
-			}
-			req, err := decode(data)
-			if err != nil {
-				return err
-			}
-			c, callCtx, cancel, err := s.begin(ctx)
-			defer cancel()
-			if err != nil {
-				return err
-			}
-			done, err := send(callCtx, c, req)
-			if err != nil {
-				return err
-			}
-			return s.confirm("%s", done)
+// desireFromFile makes cmd a "-f FILE" command: it reads FILE (what describes its
+// content; "-" is stdin), decodes it and sends it to the BBS, bounded by --timeout,
+// then confirms with what send returns.
+func desireFromFile[T any](ctl *cli, cmd *cobra.Command, what string, decode func([]byte) (T, error),
+	send func(context.Context, *client.Client, T) (string, error)) *cobra.Command {
+	var file string
+	fileFlag(cmd, &file, "`FILE` with the "+what+", or - for stdin (required)")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, _ []string) error {
+		if file == "" {
+			return usagef("%s needs -f FILE", commandName(cmd))
 		}
-	}
+		data, err := readInput(file, s.env.Stdin)
+		if err != nil {
+			return err
+		}
+		req, err := decode(data)
+		if err != nil {
+			return err
+		}
+		c, callCtx, cancel, err := s.begin(ctx)
+		defer cancel()
+		if err != nil {
+			return err
+		}
+		done, err := send(callCtx, c, req)
+		if err != nil {
+			return err
+		}
+		return s.confirm("%s", done)
+	})
+	return cmd
 }
 
 // readInput reads a file, or stdin for "-".
@@ -150,23 +149,22 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-func scaleCommand() *command {
-	return &command{
-		name: "scale", group: groupLRPs, args: []string{"PROCESS_GUID", "INSTANCES"},
-		summary:  "Change how many instances of an LRP should run",
-		examples: []string{"scale my-app 5", "scale my-app 0"},
-		setup: func(*flag.FlagSet) action {
-			return func(ctx context.Context, s *session, args []string) error {
-				n, err := strconv.ParseInt(args[1], 10, 32)
-				if err != nil || n < 0 {
-					return usagef("INSTANCES must be a non-negative integer, not %q", args[1])
-				}
-				instances := int32(n)
-				return updateDesiredLRP(ctx, s, args[0], &modelsv1.DesiredLRPUpdate{Instances: &instances},
-					fmt.Sprintf("scaled %s to %d instances", args[0], n))
-			}
-		},
+func scaleCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "scale PROCESS_GUID INSTANCES", GroupID: groupLRPs, Args: exactArgs("PROCESS_GUID", "INSTANCES"),
+		Short:   "Change how many instances of an LRP should run",
+		Example: examples("scale my-app 5", "scale my-app 0"),
 	}
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		n, err := strconv.ParseInt(args[1], 10, 32)
+		if err != nil || n < 0 {
+			return usagef("INSTANCES must be a non-negative integer, not %q", args[1])
+		}
+		instances := int32(n)
+		return updateDesiredLRP(ctx, s, args[0], &modelsv1.DesiredLRPUpdate{Instances: &instances},
+			fmt.Sprintf("scaled %s to %d instances", args[0], n))
+	})
+	return cmd
 }
 
 // updateDesiredLRP sends an update and confirms it with done.
@@ -182,23 +180,22 @@ func updateDesiredLRP(ctx context.Context, s *session, guid string, update *mode
 	return s.confirm("%s", done)
 }
 
-func deleteCommand() *command {
-	return &command{
-		name: "delete", group: groupLRPs, args: []string{"PROCESS_GUID"},
-		summary:  "Remove a desired LRP and stop its instances",
-		examples: []string{"delete my-app"},
-		setup: func(*flag.FlagSet) action {
-			return func(ctx context.Context, s *session, args []string) error {
-				c, callCtx, cancel, err := s.begin(ctx)
-				defer cancel()
-				if err != nil {
-					return err
-				}
-				if _, err := c.RemoveDesiredLRP(callCtx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: args[0]}); err != nil {
-					return err
-				}
-				return s.confirm("removed desired LRP %s", args[0])
-			}
-		},
+func deleteCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "delete PROCESS_GUID", GroupID: groupLRPs, Args: exactArgs("PROCESS_GUID"),
+		Short:   "Remove a desired LRP and stop its instances",
+		Example: examples("delete my-app"),
 	}
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		c, callCtx, cancel, err := s.begin(ctx)
+		defer cancel()
+		if err != nil {
+			return err
+		}
+		if _, err := c.RemoveDesiredLRP(callCtx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: args[0]}); err != nil {
+			return err
+		}
+		return s.confirm("removed desired LRP %s", args[0])
+	})
+	return cmd
 }

@@ -122,14 +122,21 @@ func TestDesire(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "web.json")
 	require.NoError(t, os.WriteFile(file, []byte(seedLRP), 0o600))
 
-	res := run(t, ft.env, "desire", "-f", file)
-	require.Equal(t, commands.ExitOK, res.code, res.stderr)
-	require.Equal(t, "desired LRP web with 2 instances\n", res.stdout)
-	require.True(t, proto.Equal(&bbsv1.DesireLRPRequest{DesiredLrp: want}, ft.bbs.lastRequest(t)))
+	// -f is also spelled --file, and --f as before.
+	for _, flag := range []string{"-f", "--file", "--f", "-f=" + file, "--file=" + file} {
+		args := []string{"desire", flag, file}
+		if strings.Contains(flag, "=") {
+			args = args[:2]
+		}
+		res := run(t, ft.env, args...)
+		require.Equal(t, commands.ExitOK, res.code, "%v: %s", args, res.stderr)
+		require.Equal(t, "desired LRP web with 2 instances\n", res.stdout)
+		require.True(t, proto.Equal(&bbsv1.DesireLRPRequest{DesiredLrp: want}, ft.bbs.lastRequest(t)))
+	}
 
 	stdinEnv := ft.env
 	stdinEnv.Stdin = strings.NewReader(seedLRP)
-	res = run(t, stdinEnv, "desire", "--json", "-f", "-")
+	res := run(t, stdinEnv, "desire", "--json", "-f", "-")
 	require.Equal(t, commands.ExitOK, res.code, res.stderr)
 	require.Empty(t, res.stdout, "--json stays silent on success")
 	require.True(t, proto.Equal(&bbsv1.DesireLRPRequest{DesiredLrp: want}, ft.bbs.lastRequest(t)))

@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"drover.dev/bbs/models"
 	"drover.dev/ctl/push"
@@ -48,61 +49,62 @@ const pushDetails = "Does what Cloud Controller does for 'cf push': lists DIR's 
 	"The domain defaults to $" + EnvAppsDomain + ", else " + DefaultAppsDomain + ". --push-timeout bounds\n" +
 	"the whole push (default 5m)."
 
-func pushCommand() *command {
-	return &command{
-		name: "push", group: groupApps, args: []string{"DIR"},
-		flagsUsage: "--name NAME [flags]",
-		summary:    "Upload, stage and run an app, replacing its older version without downtime",
-		details:    pushDetails,
-		examples: []string{
+func pushCommand(ctl *cli) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "push --name NAME [flags] DIR", GroupID: groupApps, Args: exactArgs("DIR"),
+		Short: "Upload, stage and run an app, replacing its older version without downtime",
+		Long:  pushDetails,
+		Example: examples(
 			"push examples/static-site --name hello",
 			"push examples/shell-app --name worker --instances 2 --memory 128M",
 			"push . --name hello --domain apps.internal --wait=false",
-		},
-		setup: func(fs *flag.FlagSet) action {
-			name := fs.String("name", "", "the app's `NAME` (a DNS label; required)")
-			stack := fs.String("stack", "busybox", "the `STACK` to stage and run on (rootfs preloaded:STACK)")
-			instances := fs.Int("instances", 1, "how many instances to run (`N`)")
-			memory := fs.String("memory", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
-			disk := fs.String("disk", "256M", "disk limit per instance: a `SIZE` in MB (256M, 1G)")
-			domain := fs.String("domain", "", "route the app at NAME.`DOMAIN` (env "+EnvAppsDomain+"; default "+DefaultAppsDomain+")")
-			wait := fs.Bool("wait", true, "wait until every instance is RUNNING (false only when no other version runs)")
-			fileserver := fs.String("fileserver", "", "fileserver `URL` (env "+EnvFileserverURL+"; default "+DefaultFileserverURL+")")
-			keyFile := fs.String("fileserver-key", "", "the fileserver's signing key `FILE` (env "+EnvFileserverKey+")")
-			routeEmitter := fs.String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+")")
-			var pushTimeout time.Duration = DefaultPushTimeout
-			fs.Var(&durationValue{d: &pushTimeout}, "push-timeout", "bounds the whole push: a `DURATION`")
-			return func(ctx context.Context, s *session, args []string) error {
-				app, err := pushApp(s, *name, *stack, *instances, *memory, *disk, *domain)
-				if err != nil {
-					return err
-				}
-				if pushTimeout <= 0 {
-					return usagef("--push-timeout must be positive")
-				}
-				startWait := s.opts.timeout
-				if !s.opts.timeoutSet {
-					startWait = DefaultPushStartWait
-				}
-				s.opts.timeout = min(s.opts.timeout, DefaultTimeout)
-				blobs, err := s.fileserver(*fileserver, *keyFile)
-				if err != nil {
-					return err
-				}
-				ctx, cancel := context.WithTimeout(ctx, pushTimeout)
-				defer cancel()
-				_, err = push.Push(ctx, push.Options{Dir: args[0], App: app, Wait: *wait, StartTimeout: startWait}, push.Deps{
-					BBS:       pushBBS{s: s},
-					Blobstore: blobs,
-					Logs:      pushLogs{s: s},
-					Routes:    pushRoutes{s: s, addr: s.routeEmitterAddress(*routeEmitter)},
-					ScanDir:   fsclient.ScanDir,
-					Out:       s.stdout,
-				})
-				return pushError(ctx, err)
-			}
+		),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs // DIR
 		},
 	}
+	name := cmd.Flags().String("name", "", "the app's `NAME` (a DNS label; required)")
+	stack := cmd.Flags().String("stack", "busybox", "the `STACK` to stage and run on (rootfs preloaded:STACK)")
+	instances := cmd.Flags().Int("instances", 1, "how many instances to run (`N`)")
+	memory := cmd.Flags().String("memory", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
+	disk := cmd.Flags().String("disk", "256M", "disk limit per instance: a `SIZE` in MB (256M, 1G)")
+	domain := cmd.Flags().String("domain", "", "route the app at NAME.`DOMAIN` (env "+EnvAppsDomain+"; default "+DefaultAppsDomain+")")
+	wait := cmd.Flags().Bool("wait", true, "wait until every instance is RUNNING (false only when no other version runs)")
+	fileserver := cmd.Flags().String("fileserver", "", "fileserver `URL` (env "+EnvFileserverURL+"; default "+DefaultFileserverURL+")")
+	keyFile := cmd.Flags().String("fileserver-key", "", "the fileserver's signing key `FILE` (env "+EnvFileserverKey+")")
+	routeEmitter := cmd.Flags().String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+")")
+	var pushTimeout time.Duration = DefaultPushTimeout
+	cmd.Flags().Var(&durationValue{d: &pushTimeout}, "push-timeout", "bounds the whole push: a `DURATION`")
+	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		app, err := pushApp(s, *name, *stack, *instances, *memory, *disk, *domain)
+		if err != nil {
+			return err
+		}
+		if pushTimeout <= 0 {
+			return usagef("--push-timeout must be positive")
+		}
+		startWait := s.opts.timeout
+		if !s.opts.timeoutSet {
+			startWait = DefaultPushStartWait
+		}
+		s.opts.timeout = min(s.opts.timeout, DefaultTimeout)
+		blobs, err := s.fileserver(*fileserver, *keyFile)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+		defer cancel()
+		_, err = push.Push(ctx, push.Options{Dir: args[0], App: app, Wait: *wait, StartTimeout: startWait}, push.Deps{
+			BBS:       pushBBS{s: s},
+			Blobstore: blobs,
+			Logs:      pushLogs{s: s},
+			Routes:    pushRoutes{s: s, addr: s.routeEmitterAddress(*routeEmitter)},
+			ScanDir:   fsclient.ScanDir,
+			Out:       s.stdout,
+		})
+		return pushError(ctx, err)
+	})
+	return cmd
 }
 
 // pushApp reads and checks the app's flags.

@@ -1,4 +1,4 @@
-// Package commands is droverctl: it parses a command line, talks to the BBS over
+// Package commands is droverctl: a cobra command tree that talks to the BBS over
 // mutual TLS and prints tables or JSON lines. Run is the whole program, so tests can
 // drive it with their own arguments, streams and environment.
 package commands
@@ -6,7 +6,6 @@ package commands
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -63,45 +62,14 @@ func OSEnv() Env {
 // status: 0 on success, 1 when the BBS or the connection fails, 2 on usage errors,
 // 130 when ctx is cancelled (interrupted) during a call. Nil writers discard output.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, env Env) int {
-	stdout, stderr = orDiscard(stdout), orDiscard(stderr)
-	opts := &globalOptions{timeout: DefaultTimeout}
-	global := newFlagSet("droverctl")
-	opts.register(global)
-	if err := global.Parse(args); err != nil {
-		return reportParseError(stdout, stderr, err, "", printMainHelp)
+	c := &cli{opts: globalOptions{timeout: DefaultTimeout}, env: env, stdout: orDiscard(stdout), stderr: orDiscard(stderr)}
+	root := c.newRoot()
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
+	cmd, err := root.ExecuteContextC(ctx)
+	if c.session != nil {
+		defer c.session.close()
 	}
-	rest := global.Args()
-	if len(rest) == 0 {
-		printMainHelp(stderr)
-		return ExitUsage
-	}
-	if rest[0] == "help" {
-		return runHelp(stdout, stderr, rest[1:])
-	}
-	cmd, rest, family := resolve(rest)
-	if family != "" {
-		return runFamily(stdout, stderr, family, rest)
-	}
-	if cmd == nil {
-		return reportUsage(stderr, "", fmt.Sprintf("unknown command %q", rest[0]))
-	}
-	name := cmd.name
-	fs := newFlagSet(name)
-	opts.register(fs)
-	act := cmd.setup(fs)
-	positional, err := parseInterspersed(fs, rest)
-	if err != nil {
-		return reportParseError(stdout, stderr, err, name, func(w io.Writer) { printCommandHelp(w, cmd) })
-	}
-	if len(positional) != len(cmd.args) {
-		return reportUsage(stderr, name, fmt.Sprintf("%s takes %s", name, argsDescription(cmd.args)))
-	}
-	if opts.timeout <= 0 {
-		return reportUsage(stderr, name, "--timeout must be positive")
-	}
-	s := newSession(opts, env, stdout, stderr)
-	defer s.close()
-	return report(ctx, stderr, name, s.describeError, act(ctx, s, positional))
+	return c.report(ctx, commandName(cmd), err)
 }
 
 // usageError is a mistake in the command line.
@@ -114,25 +82,36 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// report prints err and picks the exit status.
-func report(ctx context.Context, stderr io.Writer, cmdName string, describe func(error) *models.Error, err error) int {
+// report prints err and picks the exit status. An error before any command ran
+// (cobra's own) is a mistake in the command line.
+func (c *cli) report(ctx context.Context, cmdName string, err error) int {
 	if err == nil {
 		return ExitOK
 	}
 	var usage *usageError
-	if errors.As(err, &usage) {
-		return reportUsage(stderr, cmdName, usage.msg)
-	}
-	if ctx.Err() != nil && (status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled)) {
-		fmt.Fprintln(stderr, "droverctl: interrupted")
+	switch {
+	case errors.As(err, &usage):
+		return reportUsage(c.stderr, cmdName, usage.msg)
+	case c.session == nil:
+		return reportUsage(c.stderr, cmdName, err.Error())
+	case ctx.Err() != nil && (status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled)):
+		fmt.Fprintln(c.stderr, "droverctl: interrupted")
 		return ExitInterrupted
 	}
-	e := describe(err)
-	fmt.Fprintf(stderr, "droverctl: %s: %s\n", output.Printable(string(e.Type)), output.Printable(e.Message))
+	e := c.session.describeError(err)
+	fmt.Fprintf(c.stderr, "droverctl: %s: %s\n", output.Printable(string(e.Type)), output.Printable(e.Message))
 	return ExitFailure
 }
 
+// errHelpShown is the usage error of a command line whose help was printed instead.
+var errHelpShown = &usageError{}
+
+// reportUsage prints a usage error, unless help was shown instead, and where to
+// find help.
 func reportUsage(stderr io.Writer, cmdName, msg string) int {
+	if msg == "" {
+		return ExitUsage
+	}
 	fmt.Fprintf(stderr, "droverctl: %s\n", msg)
 	if cmdName == "" {
 		fmt.Fprintln(stderr, "Run 'droverctl help' for usage.")
@@ -140,23 +119,6 @@ func reportUsage(stderr io.Writer, cmdName, msg string) int {
 		fmt.Fprintf(stderr, "Run 'droverctl %s -h' for usage.\n", cmdName)
 	}
 	return ExitUsage
-}
-
-// reportParseError prints help for -h (exit 0) or the flag error (exit 2).
-func reportParseError(stdout, stderr io.Writer, err error, cmdName string, help func(io.Writer)) int {
-	if errors.Is(err, flag.ErrHelp) {
-		help(stdout)
-		return ExitOK
-	}
-	return reportUsage(stderr, cmdName, err.Error())
-}
-
-// newFlagSet makes a flag set that reports errors to Run instead of printing them.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return fs
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -97,16 +97,16 @@ func TestFamilyHelp(t *testing.T) {
 	for _, args := range [][]string{{"converger", "-h"}, {"help", "converger"}, {"converger", "--help"}} {
 		res := run(t, env, args...)
 		require.Equal(t, commands.ExitOK, res.code, "%v: %s", args, res.stderr)
-		require.Contains(t, res.stdout, "Usage: droverctl converger COMMAND")
-		for _, name := range []string{"converger status", "converger pause", "converger resume"} {
-			require.Contains(t, res.stdout, "\n  "+name+" ", "%v lists %s", args, name)
+		require.Contains(t, res.stdout, "\n  droverctl converger [command]\n")
+		for _, verb := range []string{"status", "pause", "resume"} {
+			require.Contains(t, res.stdout, "\n  "+verb+" ", "%v lists converger %s", args, verb)
 		}
-		require.NotContains(t, res.stdout, "cell cordon")
+		require.NotContains(t, res.stdout, "cordon")
 	}
 	res := run(t, env, "help", "cell")
 	require.Equal(t, commands.ExitOK, res.code)
-	require.Contains(t, res.stdout, "  cell cordon CELL_ID  ")
-	require.Contains(t, res.stdout, "  cell uncordon CELL_ID  ")
+	require.Contains(t, res.stdout, "\n  cordon ")
+	require.Contains(t, res.stdout, "\n  uncordon ")
 
 	res = run(t, env, "help", "converger", "stop")
 	require.Equal(t, commands.ExitUsage, res.code)
@@ -125,9 +125,10 @@ func TestHelp(t *testing.T) {
 			require.Equal(t, commands.ExitOK, res.code)
 			require.Empty(t, res.stderr)
 			for _, name := range allCommands {
-				require.Contains(t, res.stdout, "\n  "+name+" ", "overview lists %s", name)
+				// Families ("task") are listed by their first word.
+				require.Contains(t, res.stdout, "\n  "+strings.Fields(name)[0]+" ", "overview lists %s", name)
 			}
-			for _, text := range []string{"--bbs-address HOST:PORT", "--timeout DURATION", "(default 10s)", "DROVER_HOME", "--json"} {
+			for _, text := range []string{"--bbs-address HOST:PORT", "--timeout DURATION", "(default 10s)", "DROVER_HOME", "--json", "completion"} {
 				require.Contains(t, res.stdout, text)
 			}
 		})
@@ -138,7 +139,7 @@ func TestHelp(t *testing.T) {
 			words := strings.Fields(name)
 			viaFlag := run(t, env, append(words, "-h")...)
 			require.Equal(t, commands.ExitOK, viaFlag.code)
-			require.Contains(t, viaFlag.stdout, "Usage: droverctl "+name)
+			require.Contains(t, viaFlag.stdout, "Usage:\n  droverctl "+name)
 			require.Contains(t, viaFlag.stdout, "Examples:\n  droverctl "+name)
 			viaHelp := run(t, env, append([]string{"help"}, words...)...)
 			require.Equal(t, viaFlag, viaHelp)
@@ -146,12 +147,48 @@ func TestHelp(t *testing.T) {
 	}
 
 	res := run(t, env, "set-domain", "-h")
-	require.Contains(t, res.stdout, "Usage: droverctl set-domain [--ttl DURATION] DOMAIN")
+	require.Contains(t, res.stdout, "Usage:\n  droverctl set-domain [--ttl DURATION] DOMAIN")
 	require.Contains(t, res.stdout, "--ttl DURATION")
 
 	res = run(t, env, "evacuate", "-h")
-	require.Contains(t, res.stdout, "Usage: droverctl evacuate [--wait] CELL_ID")
+	require.Contains(t, res.stdout, "Usage:\n  droverctl evacuate [--wait] CELL_ID")
 	require.Contains(t, res.stdout, "--timeout\nbounds the whole wait (default 15m)")
+
+	// -f is shown as it is typed (issue 17), with its long form.
+	for _, name := range []string{"desire", "task desire"} {
+		res = run(t, env, append(strings.Fields(name), "-h")...)
+		require.Contains(t, res.stdout, "-f, --file FILE")
+		require.NotContains(t, res.stdout, "--f ")
+	}
+}
+
+// TestCompletion: the shell scripts come from cobra and ask droverctl for the words
+// to complete, so completing names the commands, the family verbs and the flags.
+func TestCompletion(t *testing.T) {
+	env := commands.Env{}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		res := run(t, env, "completion", shell)
+		require.Equal(t, commands.ExitOK, res.code, "%s: %s", shell, res.stderr)
+		require.Contains(t, res.stdout, "__complete", shell)
+		require.Contains(t, res.stdout, "droverctl", shell)
+	}
+
+	res := run(t, env, "__complete", "")
+	require.Equal(t, commands.ExitOK, res.code, res.stderr)
+	for _, name := range []string{"push", "desired-lrps", "actual-lrps", "task", "cell", "converger", "evacuate", "events"} {
+		require.Contains(t, "\n"+res.stdout, "\n"+name+"\t", "completes %s", name)
+	}
+	res = run(t, env, "__complete", "cell", "")
+	require.Contains(t, res.stdout, "cordon\t")
+	require.Contains(t, res.stdout, "uncordon\t")
+	res = run(t, env, "__complete", "desire", "--")
+	require.Contains(t, res.stdout, "--file\t")
+	require.Contains(t, res.stdout, "--bbs-address\t")
+
+	res = run(t, env, "completion", "tcsh")
+	require.Equal(t, commands.ExitUsage, res.code)
+	require.Equal(t, "droverctl: unknown command \"completion tcsh\": completion takes bash, fish, powershell, zsh\n"+
+		"Run 'droverctl completion -h' for usage.\n", res.stderr)
 }
 
 func TestParseDuration(t *testing.T) {

@@ -350,10 +350,18 @@ func TestRuntimeEvents(t *testing.T) {
 
 	// When the memory limit takes the whole container (its init too), the vanished
 	// container is reported as out of memory as well.
+	for _, guid := range []string{"oom", "disk"} {
+		require.NoError(t, e.Delete(context.Background(), guid))
+	}
 	startContainer(t, e, "oom-init", runInfo(run("sleep")))
+	startContainer(t, e, "barrier", runInfo(run("sleep")))
 	waitState(t, e, "oom-init", executor.StateRunning)
-	// Runtime events are delivered in order: the OOM notice is handled before the vanish.
+	waitState(t, e, "barrier", executor.StateRunning)
+	// Runtime events are handled in order, but the kill's process exit is not an event:
+	// wait until the OOM notice is handled (the event after it has been) before killing.
 	rt.Emit(executor.RuntimeEvent{Guid: "oom-init", Kind: executor.RuntimeOOM})
+	rt.Emit(executor.RuntimeEvent{Guid: "barrier", Kind: executor.RuntimeDiskExceeded})
+	waitState(t, e, "barrier", executor.StateCompleted)
 	rt.Kill("oom-init")
 	c = waitState(t, e, "oom-init", executor.StateCompleted)
 	assert.Contains(t, c.RunResult.FailureReason, "out of memory")

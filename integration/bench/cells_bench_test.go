@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"drover.dev/bbs/client"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -29,8 +29,8 @@ const (
 //
 //	go test -run '^$' -bench DesireToRunning -benchtime 1x -timeout 20m ./integration/bench/
 func BenchmarkDesireToRunning(b *testing.B) {
-	stack := devstack.NewTest(b, devstack.TestOptions{Cells: 1})
-	bbs := stack.Client(b, 0)
+	stack := devstacktest.New(b, devstacktest.Options{Cells: 1})
+	bbs := devstacktest.Client(b, stack, 0)
 	ctx, cancel := context.WithTimeout(b.Context(), 15*time.Minute)
 	defer cancel()
 	watch := watchRunning(ctx, b, bbs)

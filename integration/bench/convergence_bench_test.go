@@ -11,7 +11,7 @@ import (
 
 	"drover.dev/bbs/client"
 	"drover.dev/converger/pass"
-	"drover.dev/integration/devstack"
+	"drover.dev/devstack/devstacktest"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -40,8 +40,8 @@ const (
 //
 //	go test -run '^$' -bench ConvergencePass -benchtime 1x -timeout 600s ./integration/bench/
 func BenchmarkConvergencePass(b *testing.B) {
-	stack := devstack.NewTest(b, devstack.TestOptions{})
-	bbs := stack.Client(b, 0)
+	stack := devstacktest.New(b, devstacktest.Options{})
+	bbs := devstacktest.Client(b, stack, 0)
 	ctx, cancel := context.WithTimeout(b.Context(), 9*time.Minute)
 	defer cancel()
 

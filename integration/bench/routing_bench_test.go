@@ -16,9 +16,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"drover.dev/bbs/client"
-	"drover.dev/integration/devstack"
-	"drover.dev/integration/natstest"
-	"drover.dev/integration/router"
+	"drover.dev/devstack"
+	"drover.dev/devstack/devstacktest"
+	"drover.dev/devstack/natsuser"
+	"drover.dev/devstack/router"
 	libconfig "drover.dev/lib/config"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -56,7 +57,7 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 		lrps = v
 	}
 	streamLRPs := streamRate * int(streamDuration/time.Second) / routingInstances
-	stack := devstack.NewTest(b, devstack.TestOptions{Routing: &devstack.RoutingOptions{
+	stack := devstacktest.New(b, devstacktest.Options{Routing: &devstacktest.RoutingOptions{
 		ConfigureRouter: func(c *router.Config) { c.RegisterInterval = libconfig.Duration(routingInterval) },
 		ConfigureRouteEmitter: func(c *reconfig.Config) {
 			c.LogLevel = "info"
@@ -66,7 +67,7 @@ func BenchmarkRoutingRegistration(b *testing.B) {
 			c.SyncInterval = libconfig.Duration(routingSyncInterval)
 		},
 	}})
-	bbs := stack.Client(b, 0)
+	bbs := devstacktest.Client(b, stack, 0)
 	ctx, cancel := context.WithTimeout(b.Context(), 18*time.Minute)
 	defer cancel()
 
@@ -229,10 +230,10 @@ type registerRecorder struct {
 	received []time.Time
 }
 
-// newRegisterRecorder connects to the stack's NATS as a router (natstest.RouterUser).
+// newRegisterRecorder connects to the stack's NATS as a router (natsuser.Router).
 func newRegisterRecorder(b *testing.B, n *devstack.NATS) *registerRecorder {
 	b.Helper()
-	nc, err := n.Connect(natstest.RouterUser)
+	nc, err := n.Connect(natsuser.Router)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ var Roles = []Role{RoleOperator, RoleBBS, RoleAuctioneer, RoleConverger, RoleRou
 const DefaultCellPrefix = "cell:"
 
 // DefaultCommonNames are the common names of the dev stack's certificates (lib/devcerts,
-// integration/devstack) and their roles.
+// devstack) and their roles.
 func DefaultCommonNames() map[string]Role {
 	return map[string]Role{
 		"drover-client": RoleOperator,

@@ -79,7 +79,8 @@ type Config struct {
 	// Config is the emitter lock's lock_ttl, lock_retry_interval and lock_owner
 	// (default "route-emitter-<random hex>"); local mode holds no lock.
 	lock.Config
-	// CommunicationTimeout bounds each BBS call of a sync.
+	// CommunicationTimeout bounds each BBS call of a sync, and how long a sync waits for
+	// the event stream to start before it reads anyway.
 	CommunicationTimeout libconfig.Duration `json:"communication_timeout"`
 	LogLevel             string             `json:"log_level"`
 }

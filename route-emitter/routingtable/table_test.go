@@ -235,6 +235,81 @@ func TestSync(t *testing.T) {
 	}
 }
 
+// TestEventsOlderThanASnapshotConverge: a watcher's stream starts before its sync reads,
+// so events the snapshot already reflects reach the table too, replayed onto the fresh
+// table (during the sync) or applied after it (a lagging stream). In commit order they
+// converge to the state after the last event; those whose modification tags the
+// snapshot's succeed change nothing at all.
+func TestEventsOlderThanASnapshotConverge(t *testing.T) {
+	d1 := desiredLRP(t, 2, 1, route(8080, "a.example.com"))
+	d2 := desiredLRP(t, 2, 2, route(8080, "b.example.com"))
+	info := func(d *modelsv1.DesiredLRP) *modelsv1.DesiredLRPRoutingInfo {
+		return &modelsv1.DesiredLRPRoutingInfo{ProcessGuid: d.ProcessGuid, Domain: d.Domain, LogGuid: d.LogGuid,
+			Instances: d.Instances, Routes: d.Routes, ModificationTag: d.ModificationTag}
+	}
+	a0 := actualLRP(0, ordinary, 1)
+	moved := with(a0, func(a *modelsv1.ActualLRP) {
+		a.ModificationTag = &modelsv1.ModificationTag{Epoch: "a", Index: 2}
+		a.NetInfo = &modelsv1.ActualLRPNetInfo{Address: "10.0.0.1", Ports: []*modelsv1.PortMapping{{ContainerPort: 8080, HostPort: 62000}}}
+	})
+	recreated := with(a0, func(a *modelsv1.ActualLRP) {
+		a.InstanceGuid = "ig-new"
+		a.ModificationTag = &modelsv1.ModificationTag{Epoch: "b", Index: 1}
+		a.NetInfo = &modelsv1.ActualLRPNetInfo{Address: "10.0.0.2", Ports: []*modelsv1.PortMapping{{ContainerPort: 8080, HostPort: 63000}}}
+	})
+	at := func(uri, host string, port uint32, instance string) brief { return brief{uri, host, port, instance, 0} }
+	cases := []struct {
+		name     string
+		snapshot Snapshot
+		events   []*modelsv1.Event
+		want     []brief
+		// quiet: applied after the sync, the events send nothing.
+		quiet bool
+	}{
+		{"an instance that moved",
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info(d1)}, Actuals: []*modelsv1.ActualLRP{moved}},
+			[]*modelsv1.Event{ev(a0), actualChanged(a0, moved)},
+			[]brief{at("a.example.com", "10.0.0.1", 62000, "ig-a")}, true},
+		{"a desired LRP whose routes changed",
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info(d2)}, Actuals: []*modelsv1.ActualLRP{a0}},
+			[]*modelsv1.Event{ev(d1), desiredChanged(d1, d2)},
+			[]brief{at("b.example.com", "10.0.0.1", 61000, "ig-a")}, true},
+		{"an instance removed and its row created again",
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info(d1)}, Actuals: []*modelsv1.ActualLRP{recreated}},
+			[]*modelsv1.Event{ev(a0), actualRemoved(a0), ev(recreated)},
+			[]brief{at("a.example.com", "10.0.0.2", 63000, "ig-new")}, false},
+		{"an instance removed",
+			Snapshot{Desired: []*modelsv1.DesiredLRPRoutingInfo{info(d1)}},
+			[]*modelsv1.Event{ev(a0), actualRemoved(a0)},
+			[]brief{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name+", replayed during the sync", func(t *testing.T) {
+			table := New()
+			s := c.snapshot
+			s.Events = c.events
+			_, err := table.Sync(s)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, briefs(table.Registrations()))
+		})
+		t.Run(c.name+", applied after the sync", func(t *testing.T) {
+			table := New()
+			_, err := table.Sync(c.snapshot)
+			require.NoError(t, err)
+			var sent Messages
+			for _, e := range c.events {
+				msgs, err := table.ApplyEvent(e)
+				require.NoError(t, err)
+				sent.merge(msgs)
+			}
+			assert.Equal(t, c.want, briefs(table.Registrations()))
+			if c.quiet {
+				assert.True(t, sent.Empty(), "nothing sent: %+v", sent)
+			}
+		})
+	}
+}
+
 func TestSaveAndLoadRoundTrip(t *testing.T) {
 	table := New()
 	table.ApplyEvent(ev(desiredLRP(t, 2, 1, route(8080, "a.example.com", "b.example.com"))))

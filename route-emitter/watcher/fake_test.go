@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"drover.dev/bbs/client"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"drover.dev/route-emitter/emitter"
@@ -29,6 +32,17 @@ type fakeBBS struct {
 	wake       chan struct{}
 	// held, when set, keeps the event streams from delivering until it is closed.
 	held chan struct{}
+	// admit, when set, keeps subscriptions from being admitted (their start fixed)
+	// until it is closed.
+	admit chan struct{}
+	// admitted counts the subscriptions admitted; listedAfter records, for every
+	// ListActualLRPs, how many had been admitted then.
+	admitted    int
+	listedAfter []int
+	// listed, when set, runs after every ListActualLRPs took its snapshot (a commit
+	// just after the sync's read); onAdmit after every admission (a commit just after
+	// the stream's start).
+	listed, onAdmit func()
 }
 
 // holdEvents keeps events from being delivered until the returned function is called.
@@ -63,18 +77,36 @@ func (f *fakeBBS) syncCount() int {
 	return f.syncs
 }
 
+// Subscribe admits a subscription as the BBS does: its start (the cursor, or the newest
+// event then) is fixed at admission and named in the response headers.
 func (f *fakeBBS) Subscribe(ctx context.Context, in *bbsv1.SubscribeRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.SubscribeResponse], error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.subscribes = append(f.subscribes, in)
+	admit := f.admit
+	f.mu.Unlock()
+	if admit != nil {
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-admit:
+		}
+	}
+	f.mu.Lock()
 	cursor := uint64(len(f.events))
 	if in.AfterSequence != nil {
 		if *in.AfterSequence < f.oldest {
+			f.mu.Unlock()
 			return nil, status.Error(codes.OutOfRange, "resync required")
 		}
 		cursor = *in.AfterSequence
 	}
-	return &eventStream{ctx: ctx, f: f, cursor: cursor}, nil
+	f.admitted++
+	onAdmit := f.onAdmit
+	f.mu.Unlock()
+	if onAdmit != nil {
+		onAdmit()
+	}
+	return &eventStream{ctx: ctx, f: f, cursor: cursor, start: cursor}, nil
 }
 
 type eventStream struct {
@@ -82,6 +114,11 @@ type eventStream struct {
 	ctx    context.Context
 	f      *fakeBBS
 	cursor uint64
+	start  uint64
+}
+
+func (s *eventStream) Header() (metadata.MD, error) {
+	return metadata.Pairs(client.AfterSequenceHeader, strconv.FormatUint(s.start, 10)), nil
 }
 
 func (s *eventStream) Recv() (*bbsv1.SubscribeResponse, error) {
@@ -115,9 +152,30 @@ func (s *eventStream) Recv() (*bbsv1.SubscribeResponse, error) {
 
 func (f *fakeBBS) ListActualLRPs(context.Context, *bbsv1.ListActualLRPsRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[bbsv1.ListActualLRPsResponse], error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.syncs++
-	return &actualStream{resp: &bbsv1.ListActualLRPsResponse{ActualLrps: append([]*modelsv1.ActualLRP(nil), f.actuals...)}}, nil
+	f.listedAfter = append(f.listedAfter, f.admitted)
+	resp := &bbsv1.ListActualLRPsResponse{ActualLrps: append([]*modelsv1.ActualLRP(nil), f.actuals...)}
+	listed := f.listed
+	f.mu.Unlock()
+	if listed != nil {
+		listed()
+	}
+	return &actualStream{resp: resp}, nil
+}
+
+// admissionsAtLists is, for every ListActualLRPs so far, how many subscriptions had
+// been admitted then.
+func (f *fakeBBS) admissionsAtLists() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.listedAfter...)
+}
+
+// setActuals replaces the actual LRPs the snapshot lists.
+func (f *fakeBBS) setActuals(actuals ...*modelsv1.ActualLRP) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.actuals = actuals
 }
 
 type actualStream struct {

@@ -23,6 +23,9 @@ func (w *Watcher) load() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.table, w.cursor = p.state.Table, p.state.Sequence
+	if w.cursor != nil {
+		w.streamStarted() // events after the cursor are replayed, whenever the stream starts
+	}
 	w.pending = p.published
 	w.journal = &journal{base: w.opts.StateFile, epoch: p.nextEpoch}
 	w.dirty = p.replayed > 0

@@ -16,7 +16,8 @@ const minStreamBackoff = 50 * time.Millisecond
 // stream applies the events after the cursor. The subscription resumes after the last
 // event applied whatever the error, with backoff (client.Subscribe); OUT_OF_RANGE
 // forgets the cursor, asks for a full sync and subscribes again from the current
-// sequence.
+// sequence, which the BBS names once it admits the subscription: that becomes the
+// cursor, and syncs may read from then on (streamStarted).
 func (w *Watcher) stream(ctx context.Context) {
 	for {
 		w.mu.Lock()
@@ -25,8 +26,14 @@ func (w *Watcher) stream(ctx context.Context) {
 		err := client.Subscribe(ctx, w.bbs, client.Subscription{
 			After: after, CellID: w.opts.CellID, MinBackoff: minStreamBackoff, MaxBackoff: w.opts.MaxBackoff,
 			Retryable: func(error) bool { return true },
-			OnSubscribed: func(req *bbsv1.SubscribeRequest) {
-				w.log.Info("event-stream-subscribed", "after", seqAttr(req.AfterSequence), "cell_id", req.CellId)
+			OnSubscribed: func(req *bbsv1.SubscribeRequest, start *uint64) {
+				w.log.Info("event-stream-subscribed", "after", seqAttr(start), "cell_id", req.CellId)
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.cursor == nil && start != nil {
+					w.cursor, w.dirty = start, true
+				}
+				w.streamStarted()
 			},
 			OnRetry: func(err error, _ *uint64, wait time.Duration) {
 				w.log.Error("event-stream-failed", "error", err.Error(), "retry_in", wait.String())
@@ -40,8 +47,23 @@ func (w *Watcher) stream(ctx context.Context) {
 		}
 		w.log.Info("event-cursor-out-of-range", "error", err.Error())
 		w.mu.Lock()
-		w.cursor = nil
+		w.cursor, w.started = nil, make(chan struct{})
 		w.mu.Unlock()
+		w.requestSync()
+	}
+}
+
+// streamStarted records that the stream's start is fixed: syncs may read from now on,
+// and one that read earlier is done again. The caller holds w.mu.
+func (w *Watcher) streamStarted() {
+	select {
+	case <-w.started:
+		return
+	default:
+	}
+	close(w.started)
+	if w.early {
+		w.early = false
 		w.requestSync()
 	}
 }

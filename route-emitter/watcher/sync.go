@@ -56,10 +56,14 @@ func (w *Watcher) syncLoop(ctx context.Context, loaded int) {
 	}
 }
 
-// Sync fetches the actual LRPs, the routing infos and the fresh domains, builds a table
-// of them (outside the lock), replays onto it the events that arrived meanwhile, and
-// emits the difference: unregistrations at once, registrations paced.
+// Sync waits for the event stream's start (awaitStream), fetches the actual LRPs, the
+// routing infos and the fresh domains, builds a table of them (outside the lock),
+// replays onto it the events that arrived meanwhile, and emits the difference:
+// unregistrations at once, registrations paced.
 func (w *Watcher) Sync(ctx context.Context) error {
+	if err := w.awaitStream(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	w.mu.Lock()
 	w.syncing, w.cached = true, nil
@@ -89,6 +93,36 @@ func (w *Watcher) Sync(ctx context.Context) error {
 	w.opts.Metrics.Routes(w.table.RouteCount())
 	w.log.Info("synced", "desired", len(snapshot.Desired), "actuals", len(snapshot.Actuals),
 		"registrations", len(msgs.Registrations), "unregistrations", len(msgs.Unregistrations), "duration", time.Since(start).String())
+	return nil
+}
+
+// awaitStream waits, at most the sync timeout, until the event stream's start is fixed,
+// so that what the sync reads is no older than the stream's first event: an event
+// committed between the read and a later start would be missed until the next sync.
+// When the wait times out (the BBS does not admit the stream), the sync reads anyway
+// and is marked early: the stream's admission asks for another.
+func (w *Watcher) awaitStream(ctx context.Context) error {
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	timeout := time.NewTimer(w.opts.Timeout)
+	defer timeout.Stop()
+	select {
+	case <-started:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timeout.C:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-w.started: // admitted meanwhile
+		return nil
+	default:
+	}
+	w.early = true
+	w.log.Info("sync-before-event-stream-started", "waited", w.opts.Timeout.String())
 	return nil
 }
 

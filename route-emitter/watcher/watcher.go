@@ -3,6 +3,14 @@
 // at start, after OUT_OF_RANGE and every sync interval (events during a sync are cached
 // and replayed onto the fresh table), and reconnects with backoff whatever the error.
 //
+// A sync reads only once the stream's start is fixed (a cursor, or a subscription the
+// BBS admitted, which names the sequence it starts after), so that no event falls
+// between what the sync read and what the stream delivers: the events after the start
+// that the sync's read already reflects carry after-states the table's modification
+// tags tell from newer ones, and applying them in commit order converges. If the BBS
+// does not admit the stream within the sync timeout, the sync reads anyway and the
+// stream's admission asks for another.
+//
 // What it hands to the emitter is journaled next to the state file before it is sent, so
 // a process killed between two saves leaves a record of what the routers were told: the
 // next start unregisters, after its first sync, whatever of that the table no longer
@@ -53,7 +61,8 @@ type Options struct {
 	// CellID selects local mode: this cell's instances only.
 	CellID       string
 	SyncInterval time.Duration
-	// Timeout bounds each BBS call of a sync.
+	// Timeout bounds each BBS call of a sync, and the sync's wait for the event stream
+	// to start (see awaitStream).
 	Timeout time.Duration
 	// StateFile keeps the cursor and the table; empty = none.
 	StateFile string
@@ -77,11 +86,17 @@ type Watcher struct {
 	opts Options
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	table    *routingtable.Table
-	cursor   *uint64
-	syncing  bool
-	cached   []*modelsv1.Event
+	mu      sync.Mutex
+	table   *routingtable.Table
+	cursor  *uint64
+	syncing bool
+	cached  []*modelsv1.Event
+	// started is closed once the stream's start is fixed: a cursor from the state file
+	// or an admitted subscription. OUT_OF_RANGE replaces it with an open one.
+	started chan struct{}
+	// early is set when a sync read before the stream's start was fixed: the stream's
+	// admission then asks for another sync.
+	early    bool
 	lastSync time.Time
 	dirty    bool
 	active   bool
@@ -106,7 +121,7 @@ func New(bbs BBS, emit Emitter, opts Options) *Watcher {
 		opts.MaxBackoff = 5 * time.Second
 	}
 	return &Watcher{bbs: bbs, emit: emit, opts: opts, log: logging.OrDiscard(opts.Logger).With("component", "watcher"),
-		table: routingtable.New(), syncNow: make(chan struct{}, 1)}
+		table: routingtable.New(), started: make(chan struct{}), syncNow: make(chan struct{}, 1)}
 }
 
 // Run loads the state file, is ready at once (it keeps running while the BBS is down),

@@ -53,9 +53,7 @@ func start(t *testing.T, bbs *fakeBBS, em *fakeEmitter, stateFile string) (*Watc
 	return w, invoke(t, bbs, w)
 }
 
-// invoke runs w and waits until it has subscribed: the fake starts a subscription
-// without a cursor at the newest event, so an event published before would be missed
-// (the first sync may finish before the subscription starts).
+// invoke runs w and waits until it has asked to subscribe (tests count the requests).
 func invoke(t *testing.T, bbs *fakeBBS, w *Watcher) ifrit.Process {
 	t.Helper()
 	before := len(bbs.subscribeRequests())

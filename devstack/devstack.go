@@ -1,0 +1,395 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Options shape the persistent dev stack. Zero values take the defaults.
+type Options struct {
+	// Root is the repository (default: FindRoot).
+	Root string
+	// Home holds the stack's files (default: DefaultHome(Root), i.e. .drover).
+	Home string
+	// BinDir receives the built binaries (default: BinDir(Root), i.e. bin).
+	BinDir string
+	// DatabaseURL is used instead of starting the private Postgres of Home.
+	DatabaseURL string
+	// Replicas is the number of BBS processes (default 1).
+	Replicas int
+	// Ports of the first BBS (default DefaultPorts).
+	Ports Ports
+	// Cells is the number of cells, each a rep in the private containerd (default 1;
+	// negative: none, and no auctioneer). At most MaxDevCells.
+	Cells int
+	// AuctioneerPorts (default DefaultAuctioneerPorts).
+	AuctioneerPorts AuctioneerPorts
+	// RepPort is the gRPC port of cell-1's rep (default DefaultRepPort); see devCellLayout.
+	RepPort int
+	// ConvergerDebugPort is the converger's debug port (default DefaultConvergerDebugPort).
+	// A stack with cells runs a converger every DevConvergeInterval.
+	ConvergerDebugPort int
+	// RouteEmitterPorts and RouterPorts place the routing side a stack with cells runs:
+	// NATS (scripts/nats.sh), the route-emitter and the stand-in router (defaults
+	// DefaultRouteEmitterPorts, DefaultRouterPorts).
+	RouteEmitterPorts RouteEmitterPorts
+	RouterPorts       RouterPorts
+	// FileserverPorts place the fileserver of a stack with cells (default
+	// DefaultFileserverPorts).
+	FileserverPorts FileserverPorts
+	// Logf reports progress (default: discard).
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		root, err := FindRoot()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	if o.Home == "" {
+		o.Home = DefaultHome(o.Root)
+	}
+	if o.BinDir == "" {
+		o.BinDir = BinDir(o.Root)
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.Ports == (Ports{}) {
+		o.Ports = DefaultPorts
+	}
+	switch {
+	case o.Cells == 0:
+		o.Cells = 1
+	case o.Cells < 0:
+		o.Cells = 0
+	case o.Cells > MaxDevCells:
+		return fmt.Errorf("cells: at most %d fit the dev stack's host port ranges, got %d", MaxDevCells, o.Cells)
+	}
+	if o.AuctioneerPorts == (AuctioneerPorts{}) {
+		o.AuctioneerPorts = DefaultAuctioneerPorts
+	}
+	if o.RepPort == 0 {
+		o.RepPort = DefaultRepPort
+	}
+	if o.ConvergerDebugPort == 0 {
+		o.ConvergerDebugPort = DefaultConvergerDebugPort
+	}
+	if o.RouteEmitterPorts == (RouteEmitterPorts{}) {
+		o.RouteEmitterPorts = DefaultRouteEmitterPorts
+	}
+	if o.RouterPorts == (RouterPorts{}) {
+		o.RouterPorts = DefaultRouterPorts
+	}
+	if o.FileserverPorts == (FileserverPorts{}) {
+		o.FileserverPorts = DefaultFileserverPorts
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	var err error
+	for _, dir := range []*string{&o.Root, &o.Home, &o.BinDir} {
+		if *dir, err = filepath.Abs(*dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Up brings the persistent dev stack up in the background and returns once every
+// process is healthy and every cell shows in the BBS: it starts the private Postgres,
+// writes the dev certificates into Home/certs, builds the binaries into BinDir, starts
+// the BBS processes, then (with cells) the private containerd, the auctioneer, one rep
+// per cell, the converger, and the routing side (the private NATS, the stand-in router,
+// the route-emitter), all detached. A stack that is already up and healthy is left as it is.
+func Up(ctx context.Context, opts Options) (*Stack, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	logf := opts.Logf
+	old, err := Load(opts.Home)
+	if err == nil && old.healthy(ctx) && old.hasCredentials() && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
+		(old.RouteEmitter != nil) == (opts.Cells > 0) && (old.Fileserver != nil) == (opts.Cells > 0) {
+		logf("dev stack is already up")
+		return old, nil
+	}
+	if err == nil {
+		// Stop what an earlier, half-working or differently sized stack left running.
+		logf("stopping the processes of an earlier stack")
+		if err := old.Stop(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(opts.Home, 0o755); err != nil {
+		return nil, fmt.Errorf("dev stack home: %w", err)
+	}
+	s := &Stack{
+		Root:        opts.Root,
+		Home:        opts.Home,
+		BinDir:      opts.BinDir,
+		DatabaseURL: opts.DatabaseURL,
+		Certs:       Certs{Dir: filepath.Join(opts.Home, "certs")},
+	}
+	if s.DatabaseURL == "" {
+		logf("starting postgres under %s", filepath.Join(s.Home, "postgres"))
+		url, err := StartPostgres(ctx, s.Root, s.Home)
+		if err != nil {
+			return nil, err
+		}
+		s.DatabaseURL, s.DatabasePasswordFile, s.OwnPostgres = url, PostgresPasswordFile(s.Home), true
+	}
+	binaries := []Binary{BBSBinary, DroverctlBinary}
+	if opts.Cells > 0 {
+		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary, FileserverBinary)
+	}
+	logf("building %s into %s", binaryNames(binaries), s.BinDir)
+	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
+		return nil, err
+	}
+	passphrase, err := loadOrCreatePassphrase(filepath.Join(s.Home, "encryption.key"))
+	if err != nil {
+		return nil, err
+	}
+	for i := range opts.Replicas {
+		stride := i * PortStride
+		ports := Ports{GRPC: opts.Ports.GRPC + stride, HTTP: opts.Ports.HTTP + stride, Debug: opts.Ports.Debug + stride}
+		s.AddBBS(ports, passphrase, true)
+	}
+	var layouts []CellLayout
+	for i := 1; i <= opts.Cells; i++ {
+		layouts = append(layouts, devCellLayout(i, opts.RepPort))
+	}
+	if len(layouts) > 0 {
+		logf("starting containerd under %s", filepath.Join(s.Home, "containerd"))
+		if s.Containerd, err = StartContainerd(ctx, s.Root, s.Home); err != nil {
+			return nil, err
+		}
+		s.AddCells(layouts, opts.AuctioneerPorts, true)
+		s.AddConverger(opts.ConvergerDebugPort, DevConvergeInterval, true)
+		logf("starting nats under %s", filepath.Join(s.Home, "nats"))
+		nats, err := StartNATS(ctx, s.Root, s.Home)
+		if err != nil {
+			return nil, err
+		}
+		s.NATS = &nats
+		s.AddRouting(opts.RouteEmitterPorts, opts.RouterPorts, DevRegisterInterval, true)
+		s.AddFileserver(opts.FileserverPorts, true)
+	}
+	logf("writing dev certificates into %s", s.Certs.Dir)
+	if err := s.PrepareFiles(); err != nil {
+		return nil, err
+	}
+	// The state goes to disk first, so that `down` can clean up after a failed start.
+	if err := s.saveState(); err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx, logf); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// AddCells describes the auctioneer on ports and one rep per layout, and points the BBS
+// at the auctioneer. Call it after AddBBS.
+func (s *Stack) AddCells(layouts []CellLayout, ports AuctioneerPorts, detached bool) {
+	s.Auctioneer = s.newAuctioneer(ports, s.BBS[0].GRPCAddress(), detached)
+	for _, b := range s.BBS {
+		b.Config.AuctioneerAddress = s.Auctioneer.Address()
+	}
+	for i, l := range layouts {
+		// Reps spread over the BBS replicas.
+		s.Reps = append(s.Reps, s.newRep(l, s.BBS[i%len(s.BBS)].GRPCAddress(), detached))
+	}
+}
+
+// PrepareFiles writes the certificates of the stack's processes, the fileserver's
+// signing key and, with cells, the busybox image they preload.
+func (s *Stack) PrepareFiles() error {
+	if err := s.Certs.Ensure(); err != nil {
+		return err
+	}
+	if s.Converger != nil {
+		if err := s.Certs.EnsureConverger(); err != nil {
+			return err
+		}
+	}
+	if s.RouteEmitter != nil {
+		if err := s.Certs.EnsureRouteEmitter(); err != nil {
+			return err
+		}
+	}
+	if s.Fileserver != nil {
+		if err := ensureSigningKey(s.Fileserver.Config.SigningKeyFile); err != nil {
+			return fmt.Errorf("fileserver signing key: %w", err)
+		}
+	}
+	if len(s.Reps) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, r := range s.Reps {
+		ids = append(ids, r.CellID())
+	}
+	if err := s.Certs.EnsureCells(ids); err != nil {
+		return err
+	}
+	return ensureBusyboxImage(s.BusyboxImage())
+}
+
+// Start starts the fileserver, the BBS processes, the auctioneer and the reps in that
+// order, each waited on until healthy, waits until every cell shows in the BBS, then
+// starts the converger (so that its first pass sees every cell present), then the
+// router and the route-emitter. logf reports progress. Call PrepareFiles first.
+func (s *Stack) Start(ctx context.Context, logf func(string, ...any)) error {
+	if f := s.Fileserver; f != nil {
+		logf("starting fileserver (http %s, debug %s)", f.Config.ServerAddress, f.Config.DebugAddress)
+		if err := f.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, b := range s.BBS {
+		logf("starting %s (grpc %s, https %s, debug %s)", b.Name, b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress)
+		if err := b.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if s.Auctioneer != nil {
+		logf("starting auctioneer (grpc %s, debug %s)", s.Auctioneer.Config.ListenAddress, s.Auctioneer.Config.DebugAddress)
+		if err := s.Auctioneer.Start(ctx); err != nil {
+			return err
+		}
+	}
+	for _, r := range s.Reps {
+		logf("starting %s (grpc %s, debug %s, zone %s)", r.Name, r.Config.ListenAddress, r.Config.DebugAddress, r.Config.Zone)
+		if err := r.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if len(s.Reps) > 0 {
+		logf("waiting for %d cells to register in the BBS", len(s.Reps))
+		if err := s.WaitForCells(ctx, ComponentStartTimeout); err != nil {
+			return err
+		}
+	}
+	if c := s.Converger; c != nil {
+		logf("starting converger (debug %s, every %s)", c.Config.DebugAddress, c.Config.RepeatInterval.Duration())
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return s.startRouting(ctx, logf)
+}
+
+func binaryNames(bs []Binary) string {
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		names[i] = b.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// Down stops the stack's processes (see Stop), removes what its cells left, stops the
+// containerd and Postgres it started, and forgets the stack.
+func (s *Stack) Down(ctx context.Context) error {
+	err := s.Stop(ctx)
+	if s.Containerd.Own {
+		err = errors.Join(err, StopContainerd(ctx, s.Root, s.Home))
+	}
+	if s.NATS != nil && s.NATS.Own {
+		err = errors.Join(err, StopNATS(ctx, s.Root, s.Home))
+	}
+	if s.OwnPostgres {
+		err = errors.Join(err, StopPostgres(ctx, s.Root, s.Home))
+	}
+	if err != nil {
+		return err
+	}
+	return s.removeState()
+}
+
+// DownHome stops the dev stack in home if there is one, and in any case the private
+// Postgres of home (which `make test` may have started without a stack).
+func DownHome(ctx context.Context, root, home string) error {
+	s, err := Load(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return StopPostgres(ctx, root, home)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.Down(ctx); err != nil {
+		return err
+	}
+	return StopPostgres(ctx, root, home)
+}
+
+// ServiceStatus is what Status reports about one process of the stack.
+type ServiceStatus struct {
+	Name string
+	Pid  int
+	// Addresses says where it listens, for people.
+	Addresses string
+	// Unhealthy says why the process is not healthy; nil when it is.
+	Unhealthy error
+}
+
+// Status reports each process's pid (0 when not running), addresses and health: the
+// BBS processes, the auctioneer, the reps, the converger, the router and the
+// route-emitter.
+func (s *Stack) Status(ctx context.Context) []ServiceStatus {
+	var out []ServiceStatus
+	add := func(svc *Service, addresses string, healthy func(context.Context) error) {
+		st := ServiceStatus{Name: svc.Name, Pid: svc.Pid(), Addresses: addresses}
+		if st.Pid == 0 {
+			st.Unhealthy = errors.New("not running")
+		} else {
+			st.Unhealthy = healthy(ctx)
+		}
+		out = append(out, st)
+	}
+	for _, b := range s.BBS {
+		add(&b.Service, fmt.Sprintf("grpc %s  https %s  debug %s", b.Config.GRPCAddress, b.Config.HTTPAddress, b.Config.DebugAddress), b.Healthy)
+	}
+	if a := s.Auctioneer; a != nil {
+		add(&a.Service, fmt.Sprintf("grpc %s  debug %s", a.Config.ListenAddress, a.Config.DebugAddress), a.Healthy)
+	}
+	for _, r := range s.Reps {
+		add(&r.Service, fmt.Sprintf("grpc %s  debug %s  zone %s  namespace %s  bridge %s %s  ports %d-%d",
+			r.Config.ListenAddress, r.Config.DebugAddress, r.Config.Zone, r.Config.Executor.ContainerdNamespace,
+			r.Config.Executor.BridgeName, r.Config.Executor.Subnet, r.Config.Executor.PortRangeStart, r.Config.Executor.PortRangeEnd), r.Healthy)
+	}
+	if c := s.Converger; c != nil {
+		add(&c.Service, fmt.Sprintf("debug %s  every %s", c.Config.DebugAddress, c.Config.RepeatInterval.Duration()), c.Healthy)
+	}
+	if r := s.Router; r != nil {
+		add(&r.Service, fmt.Sprintf("http %s  admin %s  nats %s", r.Config.ListenAddress, r.Config.AdminAddress, s.NATS.URL), r.Healthy)
+	}
+	if e := s.RouteEmitter; e != nil {
+		add(&e.Service, fmt.Sprintf("grpc %s  debug %s", e.Config.ListenAddress, e.Config.DebugAddress), e.Healthy)
+	}
+	if f := s.Fileserver; f != nil {
+		add(&f.Service, fmt.Sprintf("http %s  debug %s", f.Config.ServerAddress, f.Config.DebugAddress), f.Healthy)
+	}
+	return out
+}
+
+// healthy reports whether every process runs and is healthy.
+func (s *Stack) healthy(ctx context.Context) bool {
+	if len(s.BBS) == 0 {
+		return false
+	}
+	for _, st := range s.Status(ctx) {
+		if st.Unhealthy != nil {
+			return false
+		}
+	}
+	return true
+}
