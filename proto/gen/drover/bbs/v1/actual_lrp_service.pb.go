@@ -1264,6 +1264,120 @@ func (*RemoveEvacuatingActualLRPResponse) Descriptor() ([]byte, []int) {
 	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{23}
 }
 
+// RecordExecRequest names the instance, who ran what, and whether with a terminal.
+type RecordExecRequest struct {
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	ActualLrpKey         *v1.ActualLRPKey         `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *v1.ActualLRPInstanceKey `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	User                 string                   `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	Args                 []string                 `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Tty                  bool                     `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *RecordExecRequest) Reset() {
+	*x = RecordExecRequest{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordExecRequest) ProtoMessage() {}
+
+func (x *RecordExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordExecRequest.ProtoReflect.Descriptor instead.
+func (*RecordExecRequest) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RecordExecRequest) GetActualLrpKey() *v1.ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *RecordExecRequest) GetActualLrpInstanceKey() *v1.ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+func (x *RecordExecRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *RecordExecRequest) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *RecordExecRequest) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+// RecordExecResponse is empty on success.
+type RecordExecResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordExecResponse) Reset() {
+	*x = RecordExecResponse{}
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordExecResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordExecResponse) ProtoMessage() {}
+
+func (x *RecordExecResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_bbs_v1_actual_lrp_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordExecResponse.ProtoReflect.Descriptor instead.
+func (*RecordExecResponse) Descriptor() ([]byte, []int) {
+	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP(), []int{25}
+}
+
 var File_drover_bbs_v1_actual_lrp_service_proto protoreflect.FileDescriptor
 
 const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
@@ -1348,7 +1462,14 @@ const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
 	" RemoveEvacuatingActualLRPRequest\x12D\n" +
 	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
 	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\"#\n" +
-	"!RemoveEvacuatingActualLRPResponse2\xa4\n" +
+	"!RemoveEvacuatingActualLRPResponse\"\xf2\x01\n" +
+	"\x11RecordExecRequest\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12\x10\n" +
+	"\x03tty\x18\x05 \x01(\bR\x03tty\"\x14\n" +
+	"\x12RecordExecResponse2\xf7\n" +
 	"\n" +
 	"\x10ActualLRPService\x12_\n" +
 	"\x0eListActualLRPs\x12$.drover.bbs.v1.ListActualLRPsRequest\x1a%.drover.bbs.v1.ListActualLRPsResponse0\x01\x12]\n" +
@@ -1361,7 +1482,9 @@ const file_drover_bbs_v1_actual_lrp_service_proto_rawDesc = "" +
 	"\x18EvacuateClaimedActualLRP\x12..drover.bbs.v1.EvacuateClaimedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateClaimedActualLRPResponse\x12{\n" +
 	"\x18EvacuateRunningActualLRP\x12..drover.bbs.v1.EvacuateRunningActualLRPRequest\x1a/.drover.bbs.v1.EvacuateRunningActualLRPResponse\x12{\n" +
 	"\x18EvacuateStoppedActualLRP\x12..drover.bbs.v1.EvacuateStoppedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateStoppedActualLRPResponse\x12{\n" +
-	"\x18EvacuateCrashedActualLRP\x12..drover.bbs.v1.EvacuateCrashedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateCrashedActualLRPResponse\x12~\n" +
+	"\x18EvacuateCrashedActualLRP\x12..drover.bbs.v1.EvacuateCrashedActualLRPRequest\x1a/.drover.bbs.v1.EvacuateCrashedActualLRPResponse\x12Q\n" +
+	"\n" +
+	"RecordExec\x12 .drover.bbs.v1.RecordExecRequest\x1a!.drover.bbs.v1.RecordExecResponse\x12~\n" +
 	"\x19RemoveEvacuatingActualLRP\x12/.drover.bbs.v1.RemoveEvacuatingActualLRPRequest\x1a0.drover.bbs.v1.RemoveEvacuatingActualLRPResponseB\xaa\x01\n" +
 	"\x11com.drover.bbs.v1B\x15ActualLrpServiceProtoP\x01Z(drover.dev/proto/gen/drover/bbs/v1;bbsv1\xa2\x02\x03DBX\xaa\x02\rDrover.Bbs.V1\xca\x02\rDrover\\Bbs\\V1\xe2\x02\x19Drover\\Bbs\\V1\\GPBMetadata\xea\x02\x0fDrover::Bbs::V1b\x06proto3"
 
@@ -1377,7 +1500,7 @@ func file_drover_bbs_v1_actual_lrp_service_proto_rawDescGZIP() []byte {
 	return file_drover_bbs_v1_actual_lrp_service_proto_rawDescData
 }
 
-var file_drover_bbs_v1_actual_lrp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_drover_bbs_v1_actual_lrp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_drover_bbs_v1_actual_lrp_service_proto_goTypes = []any{
 	(*ListActualLRPsRequest)(nil),             // 0: drover.bbs.v1.ListActualLRPsRequest
 	(*ListActualLRPsResponse)(nil),            // 1: drover.bbs.v1.ListActualLRPsResponse
@@ -1403,66 +1526,72 @@ var file_drover_bbs_v1_actual_lrp_service_proto_goTypes = []any{
 	(*EvacuateCrashedActualLRPResponse)(nil),  // 21: drover.bbs.v1.EvacuateCrashedActualLRPResponse
 	(*RemoveEvacuatingActualLRPRequest)(nil),  // 22: drover.bbs.v1.RemoveEvacuatingActualLRPRequest
 	(*RemoveEvacuatingActualLRPResponse)(nil), // 23: drover.bbs.v1.RemoveEvacuatingActualLRPResponse
-	nil,                             // 24: drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
-	nil,                             // 25: drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
-	(*v1.ActualLRP)(nil),            // 26: drover.models.v1.ActualLRP
-	(*v1.ActualLRPInstanceKey)(nil), // 27: drover.models.v1.ActualLRPInstanceKey
-	(*v1.ActualLRPKey)(nil),         // 28: drover.models.v1.ActualLRPKey
-	(*v1.ActualLRPNetInfo)(nil),     // 29: drover.models.v1.ActualLRPNetInfo
+	(*RecordExecRequest)(nil),                 // 24: drover.bbs.v1.RecordExecRequest
+	(*RecordExecResponse)(nil),                // 25: drover.bbs.v1.RecordExecResponse
+	nil,                                       // 26: drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
+	nil,                                       // 27: drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
+	(*v1.ActualLRP)(nil),                      // 28: drover.models.v1.ActualLRP
+	(*v1.ActualLRPInstanceKey)(nil),           // 29: drover.models.v1.ActualLRPInstanceKey
+	(*v1.ActualLRPKey)(nil),                   // 30: drover.models.v1.ActualLRPKey
+	(*v1.ActualLRPNetInfo)(nil),               // 31: drover.models.v1.ActualLRPNetInfo
 }
 var file_drover_bbs_v1_actual_lrp_service_proto_depIdxs = []int32{
-	26, // 0: drover.bbs.v1.ListActualLRPsResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
-	27, // 1: drover.bbs.v1.ClaimActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 2: drover.bbs.v1.StartActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 3: drover.bbs.v1.StartActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	29, // 4: drover.bbs.v1.StartActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
-	24, // 5: drover.bbs.v1.StartActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
-	28, // 6: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 7: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 8: drover.bbs.v1.FailActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 9: drover.bbs.v1.RemoveActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 10: drover.bbs.v1.RetireActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	28, // 11: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 12: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 13: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 14: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	29, // 15: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
-	25, // 16: drover.bbs.v1.EvacuateRunningActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
-	28, // 17: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 18: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 19: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 20: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	28, // 21: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	27, // 22: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	0,  // 23: drover.bbs.v1.ActualLRPService.ListActualLRPs:input_type -> drover.bbs.v1.ListActualLRPsRequest
-	2,  // 24: drover.bbs.v1.ActualLRPService.ClaimActualLRP:input_type -> drover.bbs.v1.ClaimActualLRPRequest
-	4,  // 25: drover.bbs.v1.ActualLRPService.StartActualLRP:input_type -> drover.bbs.v1.StartActualLRPRequest
-	6,  // 26: drover.bbs.v1.ActualLRPService.CrashActualLRP:input_type -> drover.bbs.v1.CrashActualLRPRequest
-	8,  // 27: drover.bbs.v1.ActualLRPService.FailActualLRP:input_type -> drover.bbs.v1.FailActualLRPRequest
-	10, // 28: drover.bbs.v1.ActualLRPService.RemoveActualLRP:input_type -> drover.bbs.v1.RemoveActualLRPRequest
-	12, // 29: drover.bbs.v1.ActualLRPService.RetireActualLRP:input_type -> drover.bbs.v1.RetireActualLRPRequest
-	14, // 30: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:input_type -> drover.bbs.v1.EvacuateClaimedActualLRPRequest
-	16, // 31: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:input_type -> drover.bbs.v1.EvacuateRunningActualLRPRequest
-	18, // 32: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:input_type -> drover.bbs.v1.EvacuateStoppedActualLRPRequest
-	20, // 33: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:input_type -> drover.bbs.v1.EvacuateCrashedActualLRPRequest
-	22, // 34: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:input_type -> drover.bbs.v1.RemoveEvacuatingActualLRPRequest
-	1,  // 35: drover.bbs.v1.ActualLRPService.ListActualLRPs:output_type -> drover.bbs.v1.ListActualLRPsResponse
-	3,  // 36: drover.bbs.v1.ActualLRPService.ClaimActualLRP:output_type -> drover.bbs.v1.ClaimActualLRPResponse
-	5,  // 37: drover.bbs.v1.ActualLRPService.StartActualLRP:output_type -> drover.bbs.v1.StartActualLRPResponse
-	7,  // 38: drover.bbs.v1.ActualLRPService.CrashActualLRP:output_type -> drover.bbs.v1.CrashActualLRPResponse
-	9,  // 39: drover.bbs.v1.ActualLRPService.FailActualLRP:output_type -> drover.bbs.v1.FailActualLRPResponse
-	11, // 40: drover.bbs.v1.ActualLRPService.RemoveActualLRP:output_type -> drover.bbs.v1.RemoveActualLRPResponse
-	13, // 41: drover.bbs.v1.ActualLRPService.RetireActualLRP:output_type -> drover.bbs.v1.RetireActualLRPResponse
-	15, // 42: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:output_type -> drover.bbs.v1.EvacuateClaimedActualLRPResponse
-	17, // 43: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:output_type -> drover.bbs.v1.EvacuateRunningActualLRPResponse
-	19, // 44: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:output_type -> drover.bbs.v1.EvacuateStoppedActualLRPResponse
-	21, // 45: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:output_type -> drover.bbs.v1.EvacuateCrashedActualLRPResponse
-	23, // 46: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:output_type -> drover.bbs.v1.RemoveEvacuatingActualLRPResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	28, // 0: drover.bbs.v1.ListActualLRPsResponse.actual_lrps:type_name -> drover.models.v1.ActualLRP
+	29, // 1: drover.bbs.v1.ClaimActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 2: drover.bbs.v1.StartActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 3: drover.bbs.v1.StartActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	31, // 4: drover.bbs.v1.StartActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
+	26, // 5: drover.bbs.v1.StartActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.StartActualLRPRequest.MetricTagsEntry
+	30, // 6: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 7: drover.bbs.v1.CrashActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 8: drover.bbs.v1.FailActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 9: drover.bbs.v1.RemoveActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 10: drover.bbs.v1.RetireActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	30, // 11: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 12: drover.bbs.v1.EvacuateClaimedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 13: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 14: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	31, // 15: drover.bbs.v1.EvacuateRunningActualLRPRequest.actual_lrp_net_info:type_name -> drover.models.v1.ActualLRPNetInfo
+	27, // 16: drover.bbs.v1.EvacuateRunningActualLRPRequest.metric_tags:type_name -> drover.bbs.v1.EvacuateRunningActualLRPRequest.MetricTagsEntry
+	30, // 17: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 18: drover.bbs.v1.EvacuateStoppedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 19: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 20: drover.bbs.v1.EvacuateCrashedActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 21: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 22: drover.bbs.v1.RemoveEvacuatingActualLRPRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	30, // 23: drover.bbs.v1.RecordExecRequest.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	29, // 24: drover.bbs.v1.RecordExecRequest.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	0,  // 25: drover.bbs.v1.ActualLRPService.ListActualLRPs:input_type -> drover.bbs.v1.ListActualLRPsRequest
+	2,  // 26: drover.bbs.v1.ActualLRPService.ClaimActualLRP:input_type -> drover.bbs.v1.ClaimActualLRPRequest
+	4,  // 27: drover.bbs.v1.ActualLRPService.StartActualLRP:input_type -> drover.bbs.v1.StartActualLRPRequest
+	6,  // 28: drover.bbs.v1.ActualLRPService.CrashActualLRP:input_type -> drover.bbs.v1.CrashActualLRPRequest
+	8,  // 29: drover.bbs.v1.ActualLRPService.FailActualLRP:input_type -> drover.bbs.v1.FailActualLRPRequest
+	10, // 30: drover.bbs.v1.ActualLRPService.RemoveActualLRP:input_type -> drover.bbs.v1.RemoveActualLRPRequest
+	12, // 31: drover.bbs.v1.ActualLRPService.RetireActualLRP:input_type -> drover.bbs.v1.RetireActualLRPRequest
+	14, // 32: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:input_type -> drover.bbs.v1.EvacuateClaimedActualLRPRequest
+	16, // 33: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:input_type -> drover.bbs.v1.EvacuateRunningActualLRPRequest
+	18, // 34: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:input_type -> drover.bbs.v1.EvacuateStoppedActualLRPRequest
+	20, // 35: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:input_type -> drover.bbs.v1.EvacuateCrashedActualLRPRequest
+	24, // 36: drover.bbs.v1.ActualLRPService.RecordExec:input_type -> drover.bbs.v1.RecordExecRequest
+	22, // 37: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:input_type -> drover.bbs.v1.RemoveEvacuatingActualLRPRequest
+	1,  // 38: drover.bbs.v1.ActualLRPService.ListActualLRPs:output_type -> drover.bbs.v1.ListActualLRPsResponse
+	3,  // 39: drover.bbs.v1.ActualLRPService.ClaimActualLRP:output_type -> drover.bbs.v1.ClaimActualLRPResponse
+	5,  // 40: drover.bbs.v1.ActualLRPService.StartActualLRP:output_type -> drover.bbs.v1.StartActualLRPResponse
+	7,  // 41: drover.bbs.v1.ActualLRPService.CrashActualLRP:output_type -> drover.bbs.v1.CrashActualLRPResponse
+	9,  // 42: drover.bbs.v1.ActualLRPService.FailActualLRP:output_type -> drover.bbs.v1.FailActualLRPResponse
+	11, // 43: drover.bbs.v1.ActualLRPService.RemoveActualLRP:output_type -> drover.bbs.v1.RemoveActualLRPResponse
+	13, // 44: drover.bbs.v1.ActualLRPService.RetireActualLRP:output_type -> drover.bbs.v1.RetireActualLRPResponse
+	15, // 45: drover.bbs.v1.ActualLRPService.EvacuateClaimedActualLRP:output_type -> drover.bbs.v1.EvacuateClaimedActualLRPResponse
+	17, // 46: drover.bbs.v1.ActualLRPService.EvacuateRunningActualLRP:output_type -> drover.bbs.v1.EvacuateRunningActualLRPResponse
+	19, // 47: drover.bbs.v1.ActualLRPService.EvacuateStoppedActualLRP:output_type -> drover.bbs.v1.EvacuateStoppedActualLRPResponse
+	21, // 48: drover.bbs.v1.ActualLRPService.EvacuateCrashedActualLRP:output_type -> drover.bbs.v1.EvacuateCrashedActualLRPResponse
+	25, // 49: drover.bbs.v1.ActualLRPService.RecordExec:output_type -> drover.bbs.v1.RecordExecResponse
+	23, // 50: drover.bbs.v1.ActualLRPService.RemoveEvacuatingActualLRP:output_type -> drover.bbs.v1.RemoveEvacuatingActualLRPResponse
+	38, // [38:51] is the sub-list for method output_type
+	25, // [25:38] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_drover_bbs_v1_actual_lrp_service_proto_init() }
@@ -1479,7 +1608,7 @@ func file_drover_bbs_v1_actual_lrp_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_bbs_v1_actual_lrp_service_proto_rawDesc), len(file_drover_bbs_v1_actual_lrp_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	ActualLRPService_EvacuateRunningActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateRunningActualLRP"
 	ActualLRPService_EvacuateStoppedActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateStoppedActualLRP"
 	ActualLRPService_EvacuateCrashedActualLRP_FullMethodName  = "/drover.bbs.v1.ActualLRPService/EvacuateCrashedActualLRP"
+	ActualLRPService_RecordExec_FullMethodName                = "/drover.bbs.v1.ActualLRPService/RecordExec"
 	ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName = "/drover.bbs.v1.ActualLRPService/RemoveEvacuatingActualLRP"
 )
 
@@ -69,6 +70,9 @@ type ActualLRPServiceClient interface {
 	// crash logic on the ORDINARY row.
 	EvacuateCrashedActualLRP(ctx context.Context, in *EvacuateCrashedActualLRPRequest, opts ...grpc.CallOption) (*EvacuateCrashedActualLRPResponse, error)
 	// RemoveEvacuatingActualLRP deletes the EVACUATING row when its instance key matches.
+	// RecordExec records that a process was started inside a running instance (droverctl
+	// exec); a cell records only for its own instances.
+	RecordExec(ctx context.Context, in *RecordExecRequest, opts ...grpc.CallOption) (*RecordExecResponse, error)
 	RemoveEvacuatingActualLRP(ctx context.Context, in *RemoveEvacuatingActualLRPRequest, opts ...grpc.CallOption) (*RemoveEvacuatingActualLRPResponse, error)
 }
 
@@ -199,6 +203,16 @@ func (c *actualLRPServiceClient) EvacuateCrashedActualLRP(ctx context.Context, i
 	return out, nil
 }
 
+func (c *actualLRPServiceClient) RecordExec(ctx context.Context, in *RecordExecRequest, opts ...grpc.CallOption) (*RecordExecResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordExecResponse)
+	err := c.cc.Invoke(ctx, ActualLRPService_RecordExec_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *actualLRPServiceClient) RemoveEvacuatingActualLRP(ctx context.Context, in *RemoveEvacuatingActualLRPRequest, opts ...grpc.CallOption) (*RemoveEvacuatingActualLRPResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RemoveEvacuatingActualLRPResponse)
@@ -245,6 +259,9 @@ type ActualLRPServiceServer interface {
 	// crash logic on the ORDINARY row.
 	EvacuateCrashedActualLRP(context.Context, *EvacuateCrashedActualLRPRequest) (*EvacuateCrashedActualLRPResponse, error)
 	// RemoveEvacuatingActualLRP deletes the EVACUATING row when its instance key matches.
+	// RecordExec records that a process was started inside a running instance (droverctl
+	// exec); a cell records only for its own instances.
+	RecordExec(context.Context, *RecordExecRequest) (*RecordExecResponse, error)
 	RemoveEvacuatingActualLRP(context.Context, *RemoveEvacuatingActualLRPRequest) (*RemoveEvacuatingActualLRPResponse, error)
 	mustEmbedUnimplementedActualLRPServiceServer()
 }
@@ -288,6 +305,9 @@ func (UnimplementedActualLRPServiceServer) EvacuateStoppedActualLRP(context.Cont
 }
 func (UnimplementedActualLRPServiceServer) EvacuateCrashedActualLRP(context.Context, *EvacuateCrashedActualLRPRequest) (*EvacuateCrashedActualLRPResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EvacuateCrashedActualLRP not implemented")
+}
+func (UnimplementedActualLRPServiceServer) RecordExec(context.Context, *RecordExecRequest) (*RecordExecResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordExec not implemented")
 }
 func (UnimplementedActualLRPServiceServer) RemoveEvacuatingActualLRP(context.Context, *RemoveEvacuatingActualLRPRequest) (*RemoveEvacuatingActualLRPResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveEvacuatingActualLRP not implemented")
@@ -504,6 +524,24 @@ func _ActualLRPService_EvacuateCrashedActualLRP_Handler(srv interface{}, ctx con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ActualLRPService_RecordExec_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordExecRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ActualLRPServiceServer).RecordExec(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ActualLRPService_RecordExec_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ActualLRPServiceServer).RecordExec(ctx, req.(*RecordExecRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ActualLRPService_RemoveEvacuatingActualLRP_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RemoveEvacuatingActualLRPRequest)
 	if err := dec(in); err != nil {
@@ -568,6 +606,10 @@ var ActualLRPService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EvacuateCrashedActualLRP",
 			Handler:    _ActualLRPService_EvacuateCrashedActualLRP_Handler,
+		},
+		{
+			MethodName: "RecordExec",
+			Handler:    _ActualLRPService_RecordExec_Handler,
 		},
 		{
 			MethodName: "RemoveEvacuatingActualLRP",

@@ -117,7 +117,10 @@ type DesiredLRP struct {
 	CertificateProperties         *CertificateProperties     `protobuf:"bytes,37,opt,name=certificate_properties,json=certificateProperties,proto3" json:"certificate_properties,omitempty"`
 	UpdateStrategy                UpdateStrategy             `protobuf:"varint,38,opt,name=update_strategy,json=updateStrategy,proto3,enum=drover.models.v1.UpdateStrategy" json:"update_strategy,omitempty"`
 	// Unix nanoseconds, set by the BBS.
-	CreatedAt     int64 `protobuf:"varint,39,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt int64 `protobuf:"varint,39,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// Operators may run processes inside its instances (droverctl exec); off by default,
+	// like Cloud Controller's allow_ssh.
+	AllowSsh      bool `protobuf:"varint,40,opt,name=allow_ssh,json=allowSsh,proto3" json:"allow_ssh,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -425,6 +428,13 @@ func (x *DesiredLRP) GetCreatedAt() int64 {
 	return 0
 }
 
+func (x *DesiredLRP) GetAllowSsh() bool {
+	if x != nil {
+		return x.AllowSsh
+	}
+	return false
+}
+
 // DesiredLRPSchedulingInfo is the light view that placement and bulk readers need.
 type DesiredLRPSchedulingInfo struct {
 	state           protoimpl.MessageState     `protogen:"open.v1"`
@@ -590,8 +600,10 @@ type DesiredLRPRunInfo struct {
 	LogRateLimit                  *LogRateLimit              `protobuf:"bytes,27,opt,name=log_rate_limit,json=logRateLimit,proto3" json:"log_rate_limit,omitempty"`
 	CertificateProperties         *CertificateProperties     `protobuf:"bytes,28,opt,name=certificate_properties,json=certificateProperties,proto3" json:"certificate_properties,omitempty"`
 	MetricTags                    map[string]*MetricTagValue `protobuf:"bytes,29,rep,name=metric_tags,json=metricTags,proto3" json:"metric_tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields                 protoimpl.UnknownFields
-	sizeCache                     protoimpl.SizeCache
+	// See DesiredLRP.allow_ssh.
+	AllowSsh      bool `protobuf:"varint,30,opt,name=allow_ssh,json=allowSsh,proto3" json:"allow_ssh,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DesiredLRPRunInfo) Reset() {
@@ -827,6 +839,13 @@ func (x *DesiredLRPRunInfo) GetMetricTags() map[string]*MetricTagValue {
 	return nil
 }
 
+func (x *DesiredLRPRunInfo) GetAllowSsh() bool {
+	if x != nil {
+		return x.AllowSsh
+	}
+	return false
+}
+
 // DesiredLRPRoutingInfo is the subset the route-emitter needs.
 type DesiredLRPRoutingInfo struct {
 	state           protoimpl.MessageState     `protogen:"open.v1"`
@@ -931,6 +950,8 @@ type DesiredLRPUpdate struct {
 	MetricTags    map[string]*MetricTagValue `protobuf:"bytes,5,rep,name=metric_tags,json=metricTags,proto3" json:"metric_tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ImageUsername *string                    `protobuf:"bytes,6,opt,name=image_username,json=imageUsername,proto3,oneof" json:"image_username,omitempty"`
 	ImagePassword *string                    `protobuf:"bytes,7,opt,name=image_password,json=imagePassword,proto3,oneof" json:"image_password,omitempty"`
+	// See DesiredLRP.allow_ssh.
+	AllowSsh      *bool `protobuf:"varint,8,opt,name=allow_ssh,json=allowSsh,proto3,oneof" json:"allow_ssh,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1014,11 +1035,18 @@ func (x *DesiredLRPUpdate) GetImagePassword() string {
 	return ""
 }
 
+func (x *DesiredLRPUpdate) GetAllowSsh() bool {
+	if x != nil && x.AllowSsh != nil {
+		return *x.AllowSsh
+	}
+	return false
+}
+
 var File_drover_models_v1_desired_lrp_proto protoreflect.FileDescriptor
 
 const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\n" +
-	"\"drover/models/v1/desired_lrp.proto\x12\x10drover.models.v1\x1a\x1edrover/models/v1/actions.proto\x1a\x1ddrover/models/v1/common.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xc6\x10\n" +
+	"\"drover/models/v1/desired_lrp.proto\x12\x10drover.models.v1\x1a\x1edrover/models/v1/actions.proto\x1a\x1ddrover/models/v1/common.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xe3\x10\n" +
 	"\n" +
 	"DesiredLRP\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
@@ -1068,7 +1096,8 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\x16certificate_properties\x18% \x01(\v2'.drover.models.v1.CertificatePropertiesR\x15certificateProperties\x12I\n" +
 	"\x0fupdate_strategy\x18& \x01(\x0e2 .drover.models.v1.UpdateStrategyR\x0eupdateStrategy\x12\x1d\n" +
 	"\n" +
-	"created_at\x18' \x01(\x03R\tcreatedAt\x1aQ\n" +
+	"created_at\x18' \x01(\x03R\tcreatedAt\x12\x1b\n" +
+	"\tallow_ssh\x18( \x01(\bR\ballowSsh\x1aQ\n" +
 	"\vRoutesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\x1a_\n" +
@@ -1093,7 +1122,7 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\x0fupdate_strategy\x18\f \x01(\x0e2 .drover.models.v1.UpdateStrategyR\x0eupdateStrategy\x1aQ\n" +
 	"\vRoutesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
-	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"\xd8\f\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\"\xf5\f\n" +
 	"\x11DesiredLRPRunInfo\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x19\n" +
@@ -1130,7 +1159,8 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\x0elog_rate_limit\x18\x1b \x01(\v2\x1e.drover.models.v1.LogRateLimitR\flogRateLimit\x12^\n" +
 	"\x16certificate_properties\x18\x1c \x01(\v2'.drover.models.v1.CertificatePropertiesR\x15certificateProperties\x12T\n" +
 	"\vmetric_tags\x18\x1d \x03(\v23.drover.models.v1.DesiredLRPRunInfo.MetricTagsEntryR\n" +
-	"metricTags\x1a_\n" +
+	"metricTags\x12\x1b\n" +
+	"\tallow_ssh\x18\x1e \x01(\bR\ballowSsh\x1a_\n" +
 	"\x0fMetricTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
 	"\x05value\x18\x02 \x01(\v2 .drover.models.v1.MetricTagValueR\x05value:\x028\x01\"\xb4\x04\n" +
@@ -1148,7 +1178,7 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\x1a_\n" +
 	"\x0fMetricTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
-	"\x05value\x18\x02 \x01(\v2 .drover.models.v1.MetricTagValueR\x05value:\x028\x01\"\xe9\x04\n" +
+	"\x05value\x18\x02 \x01(\v2 .drover.models.v1.MetricTagValueR\x05value:\x028\x01\"\x99\x05\n" +
 	"\x10DesiredLRPUpdate\x12!\n" +
 	"\tinstances\x18\x01 \x01(\x05H\x00R\tinstances\x88\x01\x01\x12F\n" +
 	"\x06routes\x18\x02 \x03(\v2..drover.models.v1.DesiredLRPUpdate.RoutesEntryR\x06routes\x12!\n" +
@@ -1159,7 +1189,8 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"\vmetric_tags\x18\x05 \x03(\v22.drover.models.v1.DesiredLRPUpdate.MetricTagsEntryR\n" +
 	"metricTags\x12*\n" +
 	"\x0eimage_username\x18\x06 \x01(\tH\x02R\rimageUsername\x88\x01\x01\x12*\n" +
-	"\x0eimage_password\x18\a \x01(\tH\x03R\rimagePassword\x88\x01\x01\x1aQ\n" +
+	"\x0eimage_password\x18\a \x01(\tH\x03R\rimagePassword\x88\x01\x01\x12 \n" +
+	"\tallow_ssh\x18\b \x01(\bH\x04R\ballowSsh\x88\x01\x01\x1aQ\n" +
 	"\vRoutesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\x1a_\n" +
@@ -1170,7 +1201,9 @@ const file_drover_models_v1_desired_lrp_proto_rawDesc = "" +
 	"_instancesB\r\n" +
 	"\v_annotationB\x11\n" +
 	"\x0f_image_usernameB\x11\n" +
-	"\x0f_image_password*l\n" +
+	"\x0f_image_passwordB\f\n" +
+	"\n" +
+	"_allow_ssh*l\n" +
 	"\x0eUpdateStrategy\x12\x1f\n" +
 	"\x1bUPDATE_STRATEGY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17UPDATE_STRATEGY_ROLLING\x10\x01\x12\x1c\n" +

@@ -41,6 +41,7 @@ type Event struct {
 	//	*Event_TaskCreated
 	//	*Event_TaskChanged
 	//	*Event_TaskRemoved
+	//	*Event_ExecStarted
 	Payload       isEvent_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -194,6 +195,15 @@ func (x *Event) GetTaskRemoved() *TaskRemovedEvent {
 	return nil
 }
 
+func (x *Event) GetExecStarted() *ExecStartedEvent {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ExecStarted); ok {
+			return x.ExecStarted
+		}
+	}
+	return nil
+}
+
 type isEvent_Payload interface {
 	isEvent_Payload()
 }
@@ -238,6 +248,10 @@ type Event_TaskRemoved struct {
 	TaskRemoved *TaskRemovedEvent `protobuf:"bytes,19,opt,name=task_removed,json=taskRemoved,proto3,oneof"`
 }
 
+type Event_ExecStarted struct {
+	ExecStarted *ExecStartedEvent `protobuf:"bytes,20,opt,name=exec_started,json=execStarted,proto3,oneof"`
+}
+
 func (*Event_DesiredLrpCreated) isEvent_Payload() {}
 
 func (*Event_DesiredLrpChanged) isEvent_Payload() {}
@@ -257,6 +271,8 @@ func (*Event_TaskCreated) isEvent_Payload() {}
 func (*Event_TaskChanged) isEvent_Payload() {}
 
 func (*Event_TaskRemoved) isEvent_Payload() {}
+
+func (*Event_ExecStarted) isEvent_Payload() {}
 
 // DesiredLRPCreatedEvent: a DesiredLRP was desired.
 type DesiredLRPCreatedEvent struct {
@@ -780,11 +796,89 @@ func (x *TaskRemovedEvent) GetTask() *Task {
 	return nil
 }
 
+// ExecStartedEvent: an operator started a process inside a running instance.
+type ExecStartedEvent struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	ActualLrpKey         *ActualLRPKey          `protobuf:"bytes,1,opt,name=actual_lrp_key,json=actualLrpKey,proto3" json:"actual_lrp_key,omitempty"`
+	ActualLrpInstanceKey *ActualLRPInstanceKey  `protobuf:"bytes,2,opt,name=actual_lrp_instance_key,json=actualLrpInstanceKey,proto3" json:"actual_lrp_instance_key,omitempty"`
+	// The caller's identity (certificate common name).
+	User          string   `protobuf:"bytes,3,opt,name=user,proto3" json:"user,omitempty"`
+	Args          []string `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Tty           bool     `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStartedEvent) Reset() {
+	*x = ExecStartedEvent{}
+	mi := &file_drover_models_v1_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStartedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStartedEvent) ProtoMessage() {}
+
+func (x *ExecStartedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_models_v1_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStartedEvent.ProtoReflect.Descriptor instead.
+func (*ExecStartedEvent) Descriptor() ([]byte, []int) {
+	return file_drover_models_v1_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ExecStartedEvent) GetActualLrpKey() *ActualLRPKey {
+	if x != nil {
+		return x.ActualLrpKey
+	}
+	return nil
+}
+
+func (x *ExecStartedEvent) GetActualLrpInstanceKey() *ActualLRPInstanceKey {
+	if x != nil {
+		return x.ActualLrpInstanceKey
+	}
+	return nil
+}
+
+func (x *ExecStartedEvent) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExecStartedEvent) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ExecStartedEvent) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
 var File_drover_models_v1_events_proto protoreflect.FileDescriptor
 
 const file_drover_models_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x1ddrover/models/v1/events.proto\x12\x10drover.models.v1\x1a!drover/models/v1/actual_lrp.proto\x1a\"drover/models/v1/desired_lrp.proto\x1a\x1bdrover/models/v1/task.proto\"\x86\b\n" +
+	"\x1ddrover/models/v1/events.proto\x12\x10drover.models.v1\x1a!drover/models/v1/actual_lrp.proto\x1a\"drover/models/v1/desired_lrp.proto\x1a\x1bdrover/models/v1/task.proto\"\xcf\b\n" +
 	"\x05Event\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1d\n" +
 	"\n" +
@@ -800,7 +894,8 @@ const file_drover_models_v1_events_proto_rawDesc = "" +
 	"\x12actual_lrp_crashed\x18\x10 \x01(\v2'.drover.models.v1.ActualLRPCrashedEventH\x00R\x10actualLrpCrashed\x12G\n" +
 	"\ftask_created\x18\x11 \x01(\v2\".drover.models.v1.TaskCreatedEventH\x00R\vtaskCreated\x12G\n" +
 	"\ftask_changed\x18\x12 \x01(\v2\".drover.models.v1.TaskChangedEventH\x00R\vtaskChanged\x12G\n" +
-	"\ftask_removed\x18\x13 \x01(\v2\".drover.models.v1.TaskRemovedEventH\x00R\vtaskRemovedB\t\n" +
+	"\ftask_removed\x18\x13 \x01(\v2\".drover.models.v1.TaskRemovedEventH\x00R\vtaskRemoved\x12G\n" +
+	"\fexec_started\x18\x14 \x01(\v2\".drover.models.v1.ExecStartedEventH\x00R\vexecStartedB\t\n" +
 	"\apayload\"W\n" +
 	"\x16DesiredLRPCreatedEvent\x12=\n" +
 	"\vdesired_lrp\x18\x01 \x01(\v2\x1c.drover.models.v1.DesiredLRPR\n" +
@@ -835,7 +930,13 @@ const file_drover_models_v1_events_proto_rawDesc = "" +
 	"\x06before\x18\x01 \x01(\v2\x16.drover.models.v1.TaskR\x06before\x12,\n" +
 	"\x05after\x18\x02 \x01(\v2\x16.drover.models.v1.TaskR\x05after\">\n" +
 	"\x10TaskRemovedEvent\x12*\n" +
-	"\x04task\x18\x01 \x01(\v2\x16.drover.models.v1.TaskR\x04taskB\xb5\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x16.drover.models.v1.TaskR\x04task\"\xf1\x01\n" +
+	"\x10ExecStartedEvent\x12D\n" +
+	"\x0eactual_lrp_key\x18\x01 \x01(\v2\x1e.drover.models.v1.ActualLRPKeyR\factualLrpKey\x12]\n" +
+	"\x17actual_lrp_instance_key\x18\x02 \x01(\v2&.drover.models.v1.ActualLRPInstanceKeyR\x14actualLrpInstanceKey\x12\x12\n" +
+	"\x04user\x18\x03 \x01(\tR\x04user\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12\x10\n" +
+	"\x03tty\x18\x05 \x01(\bR\x03ttyB\xb5\x01\n" +
 	"\x14com.drover.models.v1B\vEventsProtoP\x01Z.drover.dev/proto/gen/drover/models/v1;modelsv1\xa2\x02\x03DMX\xaa\x02\x10Drover.Models.V1\xca\x02\x10Drover\\Models\\V1\xe2\x02\x1cDrover\\Models\\V1\\GPBMetadata\xea\x02\x12Drover::Models::V1b\x06proto3"
 
 var (
@@ -850,7 +951,7 @@ func file_drover_models_v1_events_proto_rawDescGZIP() []byte {
 	return file_drover_models_v1_events_proto_rawDescData
 }
 
-var file_drover_models_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_drover_models_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_drover_models_v1_events_proto_goTypes = []any{
 	(*Event)(nil),                         // 0: drover.models.v1.Event
 	(*DesiredLRPCreatedEvent)(nil),        // 1: drover.models.v1.DesiredLRPCreatedEvent
@@ -863,12 +964,13 @@ var file_drover_models_v1_events_proto_goTypes = []any{
 	(*TaskCreatedEvent)(nil),              // 8: drover.models.v1.TaskCreatedEvent
 	(*TaskChangedEvent)(nil),              // 9: drover.models.v1.TaskChangedEvent
 	(*TaskRemovedEvent)(nil),              // 10: drover.models.v1.TaskRemovedEvent
-	(*DesiredLRP)(nil),                    // 11: drover.models.v1.DesiredLRP
-	(*ActualLRP)(nil),                     // 12: drover.models.v1.ActualLRP
-	(*ActualLRPKey)(nil),                  // 13: drover.models.v1.ActualLRPKey
-	(*ActualLRPInstanceKey)(nil),          // 14: drover.models.v1.ActualLRPInstanceKey
-	(*ActualLRPInfo)(nil),                 // 15: drover.models.v1.ActualLRPInfo
-	(*Task)(nil),                          // 16: drover.models.v1.Task
+	(*ExecStartedEvent)(nil),              // 11: drover.models.v1.ExecStartedEvent
+	(*DesiredLRP)(nil),                    // 12: drover.models.v1.DesiredLRP
+	(*ActualLRP)(nil),                     // 13: drover.models.v1.ActualLRP
+	(*ActualLRPKey)(nil),                  // 14: drover.models.v1.ActualLRPKey
+	(*ActualLRPInstanceKey)(nil),          // 15: drover.models.v1.ActualLRPInstanceKey
+	(*ActualLRPInfo)(nil),                 // 16: drover.models.v1.ActualLRPInfo
+	(*Task)(nil),                          // 17: drover.models.v1.Task
 }
 var file_drover_models_v1_events_proto_depIdxs = []int32{
 	1,  // 0: drover.models.v1.Event.desired_lrp_created:type_name -> drover.models.v1.DesiredLRPCreatedEvent
@@ -881,27 +983,30 @@ var file_drover_models_v1_events_proto_depIdxs = []int32{
 	8,  // 7: drover.models.v1.Event.task_created:type_name -> drover.models.v1.TaskCreatedEvent
 	9,  // 8: drover.models.v1.Event.task_changed:type_name -> drover.models.v1.TaskChangedEvent
 	10, // 9: drover.models.v1.Event.task_removed:type_name -> drover.models.v1.TaskRemovedEvent
-	11, // 10: drover.models.v1.DesiredLRPCreatedEvent.desired_lrp:type_name -> drover.models.v1.DesiredLRP
-	11, // 11: drover.models.v1.DesiredLRPChangedEvent.before:type_name -> drover.models.v1.DesiredLRP
-	11, // 12: drover.models.v1.DesiredLRPChangedEvent.after:type_name -> drover.models.v1.DesiredLRP
-	11, // 13: drover.models.v1.DesiredLRPRemovedEvent.desired_lrp:type_name -> drover.models.v1.DesiredLRP
-	12, // 14: drover.models.v1.ActualLRPInstanceCreatedEvent.actual_lrp:type_name -> drover.models.v1.ActualLRP
-	13, // 15: drover.models.v1.ActualLRPInstanceChangedEvent.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	14, // 16: drover.models.v1.ActualLRPInstanceChangedEvent.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	15, // 17: drover.models.v1.ActualLRPInstanceChangedEvent.before:type_name -> drover.models.v1.ActualLRPInfo
-	15, // 18: drover.models.v1.ActualLRPInstanceChangedEvent.after:type_name -> drover.models.v1.ActualLRPInfo
-	12, // 19: drover.models.v1.ActualLRPInstanceRemovedEvent.actual_lrp:type_name -> drover.models.v1.ActualLRP
-	13, // 20: drover.models.v1.ActualLRPCrashedEvent.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
-	14, // 21: drover.models.v1.ActualLRPCrashedEvent.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
-	16, // 22: drover.models.v1.TaskCreatedEvent.task:type_name -> drover.models.v1.Task
-	16, // 23: drover.models.v1.TaskChangedEvent.before:type_name -> drover.models.v1.Task
-	16, // 24: drover.models.v1.TaskChangedEvent.after:type_name -> drover.models.v1.Task
-	16, // 25: drover.models.v1.TaskRemovedEvent.task:type_name -> drover.models.v1.Task
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	11, // 10: drover.models.v1.Event.exec_started:type_name -> drover.models.v1.ExecStartedEvent
+	12, // 11: drover.models.v1.DesiredLRPCreatedEvent.desired_lrp:type_name -> drover.models.v1.DesiredLRP
+	12, // 12: drover.models.v1.DesiredLRPChangedEvent.before:type_name -> drover.models.v1.DesiredLRP
+	12, // 13: drover.models.v1.DesiredLRPChangedEvent.after:type_name -> drover.models.v1.DesiredLRP
+	12, // 14: drover.models.v1.DesiredLRPRemovedEvent.desired_lrp:type_name -> drover.models.v1.DesiredLRP
+	13, // 15: drover.models.v1.ActualLRPInstanceCreatedEvent.actual_lrp:type_name -> drover.models.v1.ActualLRP
+	14, // 16: drover.models.v1.ActualLRPInstanceChangedEvent.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	15, // 17: drover.models.v1.ActualLRPInstanceChangedEvent.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	16, // 18: drover.models.v1.ActualLRPInstanceChangedEvent.before:type_name -> drover.models.v1.ActualLRPInfo
+	16, // 19: drover.models.v1.ActualLRPInstanceChangedEvent.after:type_name -> drover.models.v1.ActualLRPInfo
+	13, // 20: drover.models.v1.ActualLRPInstanceRemovedEvent.actual_lrp:type_name -> drover.models.v1.ActualLRP
+	14, // 21: drover.models.v1.ActualLRPCrashedEvent.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	15, // 22: drover.models.v1.ActualLRPCrashedEvent.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	17, // 23: drover.models.v1.TaskCreatedEvent.task:type_name -> drover.models.v1.Task
+	17, // 24: drover.models.v1.TaskChangedEvent.before:type_name -> drover.models.v1.Task
+	17, // 25: drover.models.v1.TaskChangedEvent.after:type_name -> drover.models.v1.Task
+	17, // 26: drover.models.v1.TaskRemovedEvent.task:type_name -> drover.models.v1.Task
+	14, // 27: drover.models.v1.ExecStartedEvent.actual_lrp_key:type_name -> drover.models.v1.ActualLRPKey
+	15, // 28: drover.models.v1.ExecStartedEvent.actual_lrp_instance_key:type_name -> drover.models.v1.ActualLRPInstanceKey
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_drover_models_v1_events_proto_init() }
@@ -923,6 +1028,7 @@ func file_drover_models_v1_events_proto_init() {
 		(*Event_TaskCreated)(nil),
 		(*Event_TaskChanged)(nil),
 		(*Event_TaskRemoved)(nil),
+		(*Event_ExecStarted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -930,7 +1036,7 @@ func file_drover_models_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_models_v1_events_proto_rawDesc), len(file_drover_models_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -936,7 +936,9 @@ type StreamLogsRequest struct {
 	// Keep the stream open and send new lines as they are written.
 	Follow bool `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
 	// Send at most this many kept lines per instance before following (0 = all kept).
-	Tail          int32 `protobuf:"varint,5,opt,name=tail,proto3" json:"tail,omitempty"`
+	Tail int32 `protobuf:"varint,5,opt,name=tail,proto3" json:"tail,omitempty"`
+	// Send the kept output of the instance's crashed predecessors instead (an LRP only).
+	Previous      bool `protobuf:"varint,6,opt,name=previous,proto3" json:"previous,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1004,6 +1006,13 @@ func (x *StreamLogsRequest) GetTail() int32 {
 		return x.Tail
 	}
 	return 0
+}
+
+func (x *StreamLogsRequest) GetPrevious() bool {
+	if x != nil {
+		return x.Previous
+	}
+	return false
 }
 
 // LogLine is one line a process wrote.
@@ -1437,6 +1446,388 @@ func (x *EvacuateResponse) GetAlreadyEvacuating() bool {
 	return false
 }
 
+// ExecStart names the instance and the process to run in it.
+type ExecStart struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ProcessGuid string                 `protobuf:"bytes,1,opt,name=process_guid,json=processGuid,proto3" json:"process_guid,omitempty"`
+	Index       int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	// Optional: the instance guid the caller expects at that index.
+	InstanceGuid string `protobuf:"bytes,3,opt,name=instance_guid,json=instanceGuid,proto3" json:"instance_guid,omitempty"`
+	// The command and its arguments; required.
+	Args []string `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	// Allocate a terminal (stdout and stderr are then one stream).
+	Tty bool                      `protobuf:"varint,5,opt,name=tty,proto3" json:"tty,omitempty"`
+	Env []*v1.EnvironmentVariable `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty"`
+	// The user to run as; empty = the instance's action user.
+	User string `protobuf:"bytes,7,opt,name=user,proto3" json:"user,omitempty"`
+	// The working directory; empty = the container's default.
+	Dir           string        `protobuf:"bytes,8,opt,name=dir,proto3" json:"dir,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,9,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecStart) Reset() {
+	*x = ExecStart{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecStart) ProtoMessage() {}
+
+func (x *ExecStart) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
+func (*ExecStart) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ExecStart) GetProcessGuid() string {
+	if x != nil {
+		return x.ProcessGuid
+	}
+	return ""
+}
+
+func (x *ExecStart) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ExecStart) GetInstanceGuid() string {
+	if x != nil {
+		return x.InstanceGuid
+	}
+	return ""
+}
+
+func (x *ExecStart) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ExecStart) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ExecStart) GetEnv() []*v1.EnvironmentVariable {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *ExecStart) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ExecStart) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *ExecStart) GetSize() *TerminalSize {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Columns       uint32                 `protobuf:"varint,2,opt,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TerminalSize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetColumns() uint32 {
+	if x != nil {
+		return x.Columns
+	}
+	return 0
+}
+
+// ExecRequest is one message from the client: the start, then input or resizes.
+type ExecRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*ExecRequest_Start
+	//	*ExecRequest_Stdin
+	//	*ExecRequest_Resize
+	//	*ExecRequest_CloseStdin
+	Payload       isExecRequest_Payload `protobuf_oneof:"payload"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecRequest) Reset() {
+	*x = ExecRequest{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRequest) ProtoMessage() {}
+
+func (x *ExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
+func (*ExecRequest) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ExecRequest) GetPayload() isExecRequest_Payload {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStart() *ExecStart {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecRequest_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetResize() *TerminalSize {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecRequest_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetCloseStdin() bool {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecRequest_CloseStdin); ok {
+			return x.CloseStdin
+		}
+	}
+	return false
+}
+
+type isExecRequest_Payload interface {
+	isExecRequest_Payload()
+}
+
+type ExecRequest_Start struct {
+	Start *ExecStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type ExecRequest_Stdin struct {
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type ExecRequest_Resize struct {
+	Resize *TerminalSize `protobuf:"bytes,3,opt,name=resize,proto3,oneof"`
+}
+
+type ExecRequest_CloseStdin struct {
+	// No more input: the process's stdin is closed.
+	CloseStdin bool `protobuf:"varint,4,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
+}
+
+func (*ExecRequest_Start) isExecRequest_Payload() {}
+
+func (*ExecRequest_Stdin) isExecRequest_Payload() {}
+
+func (*ExecRequest_Resize) isExecRequest_Payload() {}
+
+func (*ExecRequest_CloseStdin) isExecRequest_Payload() {}
+
+// ExecResponse is one message to the client: output, then the exit status last.
+type ExecResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*ExecResponse_Stdout
+	//	*ExecResponse_Stderr
+	//	*ExecResponse_ExitStatus
+	Payload       isExecResponse_Payload `protobuf_oneof:"payload"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecResponse) Reset() {
+	*x = ExecResponse{}
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecResponse) ProtoMessage() {}
+
+func (x *ExecResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_rep_v1_rep_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
+func (*ExecResponse) Descriptor() ([]byte, []int) {
+	return file_drover_rep_v1_rep_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ExecResponse) GetPayload() isExecResponse_Payload {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecResponse_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecResponse_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetExitStatus() int32 {
+	if x != nil {
+		if x, ok := x.Payload.(*ExecResponse_ExitStatus); ok {
+			return x.ExitStatus
+		}
+	}
+	return 0
+}
+
+type isExecResponse_Payload interface {
+	isExecResponse_Payload()
+}
+
+type ExecResponse_Stdout struct {
+	Stdout []byte `protobuf:"bytes,1,opt,name=stdout,proto3,oneof"`
+}
+
+type ExecResponse_Stderr struct {
+	Stderr []byte `protobuf:"bytes,2,opt,name=stderr,proto3,oneof"`
+}
+
+type ExecResponse_ExitStatus struct {
+	ExitStatus int32 `protobuf:"varint,3,opt,name=exit_status,json=exitStatus,proto3,oneof"`
+}
+
+func (*ExecResponse_Stdout) isExecResponse_Payload() {}
+
+func (*ExecResponse_Stderr) isExecResponse_Payload() {}
+
+func (*ExecResponse_ExitStatus) isExecResponse_Payload() {}
+
 var File_drover_rep_v1_rep_service_proto protoreflect.FileDescriptor
 
 const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
@@ -1508,13 +1899,14 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\x12CancelTaskResponse\"\r\n" +
 	"\vPingRequest\"'\n" +
 	"\fPingResponse\x12\x17\n" +
-	"\acell_id\x18\x01 \x01(\tR\x06cellId\"\xa4\x01\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"\xc0\x01\n" +
 	"\x11StreamLogsRequest\x12!\n" +
 	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x19\n" +
 	"\x05index\x18\x02 \x01(\x05H\x00R\x05index\x88\x01\x01\x12\x1b\n" +
 	"\ttask_guid\x18\x03 \x01(\tR\btaskGuid\x12\x16\n" +
 	"\x06follow\x18\x04 \x01(\bR\x06follow\x12\x12\n" +
-	"\x04tail\x18\x05 \x01(\x05R\x04tailB\b\n" +
+	"\x04tail\x18\x05 \x01(\x05R\x04tail\x12\x1a\n" +
+	"\bprevious\x18\x06 \x01(\bR\bpreviousB\b\n" +
 	"\x06_index\"\xcb\x01\n" +
 	"\aLogLine\x12%\n" +
 	"\x0econtainer_guid\x18\x01 \x01(\tR\rcontainerGuid\x12!\n" +
@@ -1545,7 +1937,33 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\ametrics\x18\x02 \x03(\v2\x1e.drover.rep.v1.ContainerMetricR\ametrics\"\x11\n" +
 	"\x0fEvacuateRequest\"A\n" +
 	"\x10EvacuateResponse\x12-\n" +
-	"\x12already_evacuating\x18\x01 \x01(\bR\x11alreadyEvacuating2\x97\x05\n" +
+	"\x12already_evacuating\x18\x01 \x01(\bR\x11alreadyEvacuating\"\x9f\x02\n" +
+	"\tExecStart\x12!\n" +
+	"\fprocess_guid\x18\x01 \x01(\tR\vprocessGuid\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12#\n" +
+	"\rinstance_guid\x18\x03 \x01(\tR\finstanceGuid\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12\x10\n" +
+	"\x03tty\x18\x05 \x01(\bR\x03tty\x127\n" +
+	"\x03env\x18\x06 \x03(\v2%.drover.models.v1.EnvironmentVariableR\x03env\x12\x12\n" +
+	"\x04user\x18\a \x01(\tR\x04user\x12\x10\n" +
+	"\x03dir\x18\b \x01(\tR\x03dir\x12/\n" +
+	"\x04size\x18\t \x01(\v2\x1b.drover.rep.v1.TerminalSizeR\x04size\"<\n" +
+	"\fTerminalSize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x18\n" +
+	"\acolumns\x18\x02 \x01(\rR\acolumns\"\xbc\x01\n" +
+	"\vExecRequest\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x18.drover.rep.v1.ExecStartH\x00R\x05start\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x125\n" +
+	"\x06resize\x18\x03 \x01(\v2\x1b.drover.rep.v1.TerminalSizeH\x00R\x06resize\x12!\n" +
+	"\vclose_stdin\x18\x04 \x01(\bH\x00R\n" +
+	"closeStdinB\t\n" +
+	"\apayload\"p\n" +
+	"\fExecResponse\x12\x18\n" +
+	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x12!\n" +
+	"\vexit_status\x18\x03 \x01(\x05H\x00R\n" +
+	"exitStatusB\t\n" +
+	"\apayload2\xdc\x05\n" +
 	"\n" +
 	"RepService\x12B\n" +
 	"\x05State\x12\x1b.drover.rep.v1.StateRequest\x1a\x1c.drover.rep.v1.StateResponse\x12H\n" +
@@ -1557,7 +1975,8 @@ const file_drover_rep_v1_rep_service_proto_rawDesc = "" +
 	"\n" +
 	"StreamLogs\x12 .drover.rep.v1.StreamLogsRequest\x1a!.drover.rep.v1.StreamLogsResponse0\x01\x12c\n" +
 	"\x10ContainerMetrics\x12&.drover.rep.v1.ContainerMetricsRequest\x1a'.drover.rep.v1.ContainerMetricsResponse\x12K\n" +
-	"\bEvacuate\x12\x1e.drover.rep.v1.EvacuateRequest\x1a\x1f.drover.rep.v1.EvacuateResponseB\xa4\x01\n" +
+	"\bEvacuate\x12\x1e.drover.rep.v1.EvacuateRequest\x1a\x1f.drover.rep.v1.EvacuateResponse\x12C\n" +
+	"\x04Exec\x12\x1a.drover.rep.v1.ExecRequest\x1a\x1b.drover.rep.v1.ExecResponse(\x010\x01B\xa4\x01\n" +
 	"\x11com.drover.rep.v1B\x0fRepServiceProtoP\x01Z(drover.dev/proto/gen/drover/rep/v1;repv1\xa2\x02\x03DRX\xaa\x02\rDrover.Rep.V1\xca\x02\rDrover\\Rep\\V1\xe2\x02\x19Drover\\Rep\\V1\\GPBMetadata\xea\x02\x0fDrover::Rep::V1b\x06proto3"
 
 var (
@@ -1572,7 +1991,7 @@ func file_drover_rep_v1_rep_service_proto_rawDescGZIP() []byte {
 	return file_drover_rep_v1_rep_service_proto_rawDescData
 }
 
-var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_drover_rep_v1_rep_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_drover_rep_v1_rep_service_proto_goTypes = []any{
 	(*StateRequest)(nil),             // 0: drover.rep.v1.StateRequest
 	(*LRPAllocation)(nil),            // 1: drover.rep.v1.LRPAllocation
@@ -1596,47 +2015,58 @@ var file_drover_rep_v1_rep_service_proto_goTypes = []any{
 	(*ContainerMetricsResponse)(nil), // 19: drover.rep.v1.ContainerMetricsResponse
 	(*EvacuateRequest)(nil),          // 20: drover.rep.v1.EvacuateRequest
 	(*EvacuateResponse)(nil),         // 21: drover.rep.v1.EvacuateResponse
-	(*v1.Resource)(nil),              // 22: drover.models.v1.Resource
-	(*v1.CellCapacity)(nil),          // 23: drover.models.v1.CellCapacity
-	(*v1.RootFSProvider)(nil),        // 24: drover.models.v1.RootFSProvider
+	(*ExecStart)(nil),                // 22: drover.rep.v1.ExecStart
+	(*TerminalSize)(nil),             // 23: drover.rep.v1.TerminalSize
+	(*ExecRequest)(nil),              // 24: drover.rep.v1.ExecRequest
+	(*ExecResponse)(nil),             // 25: drover.rep.v1.ExecResponse
+	(*v1.Resource)(nil),              // 26: drover.models.v1.Resource
+	(*v1.CellCapacity)(nil),          // 27: drover.models.v1.CellCapacity
+	(*v1.RootFSProvider)(nil),        // 28: drover.models.v1.RootFSProvider
+	(*v1.EnvironmentVariable)(nil),   // 29: drover.models.v1.EnvironmentVariable
 }
 var file_drover_rep_v1_rep_service_proto_depIdxs = []int32{
-	22, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
-	22, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
-	23, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
-	23, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
+	26, // 0: drover.rep.v1.LRPAllocation.resource:type_name -> drover.models.v1.Resource
+	26, // 1: drover.rep.v1.TaskAllocation.resource:type_name -> drover.models.v1.Resource
+	27, // 2: drover.rep.v1.StateResponse.available_resources:type_name -> drover.models.v1.CellCapacity
+	27, // 3: drover.rep.v1.StateResponse.total_resources:type_name -> drover.models.v1.CellCapacity
 	1,  // 4: drover.rep.v1.StateResponse.lrps:type_name -> drover.rep.v1.LRPAllocation
 	2,  // 5: drover.rep.v1.StateResponse.tasks:type_name -> drover.rep.v1.TaskAllocation
-	24, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
-	22, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
-	22, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
+	28, // 6: drover.rep.v1.StateResponse.rootfs_providers:type_name -> drover.models.v1.RootFSProvider
+	26, // 7: drover.rep.v1.LRPWork.resource:type_name -> drover.models.v1.Resource
+	26, // 8: drover.rep.v1.TaskWork.resource:type_name -> drover.models.v1.Resource
 	4,  // 9: drover.rep.v1.PerformRequest.lrps:type_name -> drover.rep.v1.LRPWork
 	5,  // 10: drover.rep.v1.PerformRequest.tasks:type_name -> drover.rep.v1.TaskWork
 	4,  // 11: drover.rep.v1.PerformResponse.failed_lrps:type_name -> drover.rep.v1.LRPWork
 	5,  // 12: drover.rep.v1.PerformResponse.failed_tasks:type_name -> drover.rep.v1.TaskWork
 	15, // 13: drover.rep.v1.StreamLogsResponse.lines:type_name -> drover.rep.v1.LogLine
 	18, // 14: drover.rep.v1.ContainerMetricsResponse.metrics:type_name -> drover.rep.v1.ContainerMetric
-	0,  // 15: drover.rep.v1.RepService.State:input_type -> drover.rep.v1.StateRequest
-	6,  // 16: drover.rep.v1.RepService.Perform:input_type -> drover.rep.v1.PerformRequest
-	8,  // 17: drover.rep.v1.RepService.StopLRPInstance:input_type -> drover.rep.v1.StopLRPInstanceRequest
-	10, // 18: drover.rep.v1.RepService.CancelTask:input_type -> drover.rep.v1.CancelTaskRequest
-	12, // 19: drover.rep.v1.RepService.Ping:input_type -> drover.rep.v1.PingRequest
-	14, // 20: drover.rep.v1.RepService.StreamLogs:input_type -> drover.rep.v1.StreamLogsRequest
-	17, // 21: drover.rep.v1.RepService.ContainerMetrics:input_type -> drover.rep.v1.ContainerMetricsRequest
-	20, // 22: drover.rep.v1.RepService.Evacuate:input_type -> drover.rep.v1.EvacuateRequest
-	3,  // 23: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
-	7,  // 24: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
-	9,  // 25: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
-	11, // 26: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
-	13, // 27: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
-	16, // 28: drover.rep.v1.RepService.StreamLogs:output_type -> drover.rep.v1.StreamLogsResponse
-	19, // 29: drover.rep.v1.RepService.ContainerMetrics:output_type -> drover.rep.v1.ContainerMetricsResponse
-	21, // 30: drover.rep.v1.RepService.Evacuate:output_type -> drover.rep.v1.EvacuateResponse
-	23, // [23:31] is the sub-list for method output_type
-	15, // [15:23] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	29, // 15: drover.rep.v1.ExecStart.env:type_name -> drover.models.v1.EnvironmentVariable
+	23, // 16: drover.rep.v1.ExecStart.size:type_name -> drover.rep.v1.TerminalSize
+	22, // 17: drover.rep.v1.ExecRequest.start:type_name -> drover.rep.v1.ExecStart
+	23, // 18: drover.rep.v1.ExecRequest.resize:type_name -> drover.rep.v1.TerminalSize
+	0,  // 19: drover.rep.v1.RepService.State:input_type -> drover.rep.v1.StateRequest
+	6,  // 20: drover.rep.v1.RepService.Perform:input_type -> drover.rep.v1.PerformRequest
+	8,  // 21: drover.rep.v1.RepService.StopLRPInstance:input_type -> drover.rep.v1.StopLRPInstanceRequest
+	10, // 22: drover.rep.v1.RepService.CancelTask:input_type -> drover.rep.v1.CancelTaskRequest
+	12, // 23: drover.rep.v1.RepService.Ping:input_type -> drover.rep.v1.PingRequest
+	14, // 24: drover.rep.v1.RepService.StreamLogs:input_type -> drover.rep.v1.StreamLogsRequest
+	17, // 25: drover.rep.v1.RepService.ContainerMetrics:input_type -> drover.rep.v1.ContainerMetricsRequest
+	20, // 26: drover.rep.v1.RepService.Evacuate:input_type -> drover.rep.v1.EvacuateRequest
+	24, // 27: drover.rep.v1.RepService.Exec:input_type -> drover.rep.v1.ExecRequest
+	3,  // 28: drover.rep.v1.RepService.State:output_type -> drover.rep.v1.StateResponse
+	7,  // 29: drover.rep.v1.RepService.Perform:output_type -> drover.rep.v1.PerformResponse
+	9,  // 30: drover.rep.v1.RepService.StopLRPInstance:output_type -> drover.rep.v1.StopLRPInstanceResponse
+	11, // 31: drover.rep.v1.RepService.CancelTask:output_type -> drover.rep.v1.CancelTaskResponse
+	13, // 32: drover.rep.v1.RepService.Ping:output_type -> drover.rep.v1.PingResponse
+	16, // 33: drover.rep.v1.RepService.StreamLogs:output_type -> drover.rep.v1.StreamLogsResponse
+	19, // 34: drover.rep.v1.RepService.ContainerMetrics:output_type -> drover.rep.v1.ContainerMetricsResponse
+	21, // 35: drover.rep.v1.RepService.Evacuate:output_type -> drover.rep.v1.EvacuateResponse
+	25, // 36: drover.rep.v1.RepService.Exec:output_type -> drover.rep.v1.ExecResponse
+	28, // [28:37] is the sub-list for method output_type
+	19, // [19:28] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_drover_rep_v1_rep_service_proto_init() }
@@ -1645,13 +2075,24 @@ func file_drover_rep_v1_rep_service_proto_init() {
 		return
 	}
 	file_drover_rep_v1_rep_service_proto_msgTypes[14].OneofWrappers = []any{}
+	file_drover_rep_v1_rep_service_proto_msgTypes[24].OneofWrappers = []any{
+		(*ExecRequest_Start)(nil),
+		(*ExecRequest_Stdin)(nil),
+		(*ExecRequest_Resize)(nil),
+		(*ExecRequest_CloseStdin)(nil),
+	}
+	file_drover_rep_v1_rep_service_proto_msgTypes[25].OneofWrappers = []any{
+		(*ExecResponse_Stdout)(nil),
+		(*ExecResponse_Stderr)(nil),
+		(*ExecResponse_ExitStatus)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_rep_v1_rep_service_proto_rawDesc), len(file_drover_rep_v1_rep_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	RepService_StreamLogs_FullMethodName       = "/drover.rep.v1.RepService/StreamLogs"
 	RepService_ContainerMetrics_FullMethodName = "/drover.rep.v1.RepService/ContainerMetrics"
 	RepService_Evacuate_FullMethodName         = "/drover.rep.v1.RepService/Evacuate"
+	RepService_Exec_FullMethodName             = "/drover.rep.v1.RepService/Exec"
 )
 
 // RepServiceClient is the client API for RepService service.
@@ -54,6 +55,10 @@ type RepServiceClient interface {
 	// no new work, hands its instances over to other cells, and the rep exits 0 when done
 	// or when the evacuation timeout passes. It returns at once.
 	Evacuate(ctx context.Context, in *EvacuateRequest, opts ...grpc.CallOption) (*EvacuateResponse, error)
+	// Exec runs a process inside a running instance (droverctl exec): the first request
+	// names the instance and the command; then stdin and terminal resizes flow in, output
+	// and finally the exit status flow out. The process is killed when the stream ends.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 }
 
 type repServiceClient struct {
@@ -153,6 +158,19 @@ func (c *repServiceClient) Evacuate(ctx context.Context, in *EvacuateRequest, op
 	return out, nil
 }
 
+func (c *repServiceClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RepService_ServiceDesc.Streams[1], RepService_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RepService_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
 // RepServiceServer is the server API for RepService service.
 // All implementations must embed UnimplementedRepServiceServer
 // for forward compatibility.
@@ -178,6 +196,10 @@ type RepServiceServer interface {
 	// no new work, hands its instances over to other cells, and the rep exits 0 when done
 	// or when the evacuation timeout passes. It returns at once.
 	Evacuate(context.Context, *EvacuateRequest) (*EvacuateResponse, error)
+	// Exec runs a process inside a running instance (droverctl exec): the first request
+	// names the instance and the command; then stdin and terminal resizes flow in, output
+	// and finally the exit status flow out. The process is killed when the stream ends.
+	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	mustEmbedUnimplementedRepServiceServer()
 }
 
@@ -211,6 +233,9 @@ func (UnimplementedRepServiceServer) ContainerMetrics(context.Context, *Containe
 }
 func (UnimplementedRepServiceServer) Evacuate(context.Context, *EvacuateRequest) (*EvacuateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Evacuate not implemented")
+}
+func (UnimplementedRepServiceServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
 }
 func (UnimplementedRepServiceServer) mustEmbedUnimplementedRepServiceServer() {}
 func (UnimplementedRepServiceServer) testEmbeddedByValue()                    {}
@@ -370,6 +395,13 @@ func _RepService_Evacuate_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RepService_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RepServiceServer).Exec(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RepService_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
 // RepService_ServiceDesc is the grpc.ServiceDesc for RepService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -411,6 +443,12 @@ var RepService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "StreamLogs",
 			Handler:       _RepService_StreamLogs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _RepService_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "drover/rep/v1/rep_service.proto",
