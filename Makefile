@@ -9,23 +9,29 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./devstack/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration proto proto-check lint build bench bench-cells bench-converge bench-routing
+.PHONY: help deps up down clean status test test-unit test-integration docs-test proto proto-check lint build bench bench-cells bench-converge bench-routing bench-images
 
 help:
 	@echo "make deps               install what is missing: Debian packages (Postgres, NATS, containerd, ...) and Go tools into bin/"
 	@echo "make up [CELLS=N]       make deps, build the binaries into bin/, then bring the dev stack up in the background in \$$DROVER_HOME"
 	@echo "                        (default .drover): Postgres and the BBS; with N cells (default 1, 0 for none) also containerd,"
-	@echo "                        the auctioneer, N reps, the converger, NATS, the stand-in router, the route-emitter, the fileserver"
-	@echo "make down               stop the dev stack: its processes, the NATS and containerd it started, the Postgres of \$$DROVER_HOME"
+	@echo "                        the auctioneer, N reps, the converger, NATS, the stand-in router, the route-emitter, the fileserver,"
+	@echo "                        and two private registries (docker-registry) holding the images drover builds (drover/web, drover/layers)."
+	@echo "                        Over a running stack, CELLS=N adds or removes cells (a removed cell is evacuated first) and leaves the"
+	@echo "                        rest running; DEVSTACK_FLAGS that differ from what runs are refused (make down first)"
+	@echo "make down               stop the dev stack: its processes and the Postgres, containerd and NATS of \$$DROVER_HOME"
 	@echo "make clean              make down, then delete \$$DROVER_HOME (database, certificates, containerd state, logs)"
-	@echo "make status             show each process of the dev stack: pid, addresses, health"
+	@echo "make status             show Postgres, containerd, NATS and each process of the dev stack: pid, addresses, health"
 	@echo "make test               what CI runs: proto-check, lint, unit tests (-race), the integration suite, every fuzz target briefly"
 	@echo "make test-unit          unit tests of every module but integration, with the race detector"
 	@echo "make test-integration   the integration suite only (drover's real binaries on the private Postgres and containerd)"
+	@echo "make docs-test          run the console blocks of README.md, docs/api.md and docs/operations.md on a dev stack of"
+	@echo "                        its own (a scratch copy in its own network namespace) and compare their output"
 	@echo "make bench              BBS benchmarks (desire, list 100k, claim+start); see docs/benchmarks.md"
 	@echo "make bench-cells        auction Place throughput and desire-to-RUNNING latency on real cells"
 	@echo "make bench-converge     the planner over 100,000 ActualLRPs, then a full convergence pass (snapshot, plan, apply)"
 	@echo "make bench-routing      50,000 routes registered; RUNNING-to-registered latency"
+	@echo "make bench-images       desire-to-RUNNING for docker:// images (warm, cold with the pull) against preloaded:, 20 instances of one new image"
 	@echo "make build              build every binary into bin/: bbs, droverctl, auctioneer, rep, converger, route-emitter,"
 	@echo "                        fileserver, devstack (the launcher behind make up) and standin-router"
 	@echo "make proto              buf lint, then regenerate proto/gen with buf"
@@ -46,7 +52,7 @@ down:
 	  for f in $${DROVER_HOME:-.drover}/route-emitter/route-emitter.pid $${DROVER_HOME:-.drover}/fileserver/fileserver.pid \
 	           $${DROVER_HOME:-.drover}/router/standin-router.pid \
 	           $${DROVER_HOME:-.drover}/converger/converger.pid $${DROVER_HOME:-.drover}/rep-*/rep.pid $${DROVER_HOME:-.drover}/auctioneer*/auctioneer.pid \
-	           $${DROVER_HOME:-.drover}/bbs-*/bbs.pid; do \
+	           $${DROVER_HOME:-.drover}/bbs-*/bbs.pid $${DROVER_HOME:-.drover}/registry/*/docker-registry.pid; do \
 	    [ -f "$$f" ] || continue; pid=$$(cat "$$f"); name=$$(basename "$$f" .pid); \
 	    grep -qa "$$name" /proc/$$pid/cmdline 2>/dev/null && kill -9 $$pid; rm -f "$$f"; \
 	  done; \
@@ -68,6 +74,11 @@ test-unit:
 
 test-integration:
 	scripts/test.sh integration
+
+# The docs test: TestDocsParse checks every console block's syntax, TestDocs runs them
+# (docs/operations.md, "The docs test"). DOCS_TEST_KEEP_GOING=1 reports every drift.
+docs-test:
+	go test -count=1 -timeout 20m -v -run '^TestDocs' ./integration/docs/
 
 proto:
 	@scripts/install-deps.sh --check >/dev/null || scripts/install-deps.sh
@@ -105,3 +116,8 @@ bench-converge:
 bench-routing:
 	scripts/postgres.sh start >/dev/null
 	go test -run '^$$' -bench RoutingRegistration -benchtime 1x -timeout 20m ./integration/bench/
+
+bench-images:
+	scripts/postgres.sh start >/dev/null
+	scripts/containerd.sh start >/dev/null
+	go test -run '^$$' -bench Images -benchtime 1x -timeout 30m ./integration/bench/

@@ -65,7 +65,8 @@ func devCellLayout(i, repPort int) CellLayout {
 // CellZone is the zone of cell i (1-based): z1, z2, z3, z1, ...
 func CellZone(i int) string { return "z" + strconv.Itoa((i-1)%zones+1) }
 
-// newRep describes the rep of one cell.
+// newRep describes the rep of one cell; with registries (AddRegistries, called first)
+// its executor pulls docker:///REPO from the plain one and trusts the dev CA.
 func (s *Stack) newRep(l CellLayout, bbsAddress string, detached bool) *Rep {
 	name := "rep-" + l.ID
 	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
@@ -89,6 +90,13 @@ func (s *Stack) newRep(l CellLayout, bbsAddress string, detached bool) *Rep {
 	cfg.Executor.BridgeName = l.Bridge
 	// A dev drain re-checks its containers every second instead of every 10 s.
 	cfg.EvacuationPollingInterval = libconfig.Duration(time.Second)
+	if rs := s.Registry; rs != nil {
+		// docker:///REPO pulls from the plain dev registry; the TLS one is trusted
+		// through the dev CA.
+		cfg.Executor.DefaultRegistry = rs.Plain.Host()
+		cfg.Executor.InsecureRegistries = []string{rs.Plain.Host()}
+		cfg.Executor.RegistryCAFile = s.Certs.CAFile()
+	}
 	r.Config = cfg
 	return r
 }

@@ -8,15 +8,16 @@ import (
 	"os"
 	"path/filepath"
 
+	"drover.dev/executor/firewall"
 	"drover.dev/executor/network"
 )
 
 // CleanCells removes what the stack's cells left on the host once their reps are
 // stopped: every task, container, snapshot and image in their containerd namespaces
 // (and the namespaces), their networks (network.RemoveCell: attachments, bridges and
-// the iptables rules naming them) and the mounts under their directories. The executor's
-// state directories go too, so a later start begins clean. It does nothing for a rep
-// that still runs.
+// the iptables rules naming them), their egress firewall tables and the mounts under
+// their directories. The executor's state directories go too, so a later start begins
+// clean. It does nothing for a rep that still runs.
 func (s *Stack) CleanCells(ctx context.Context) error {
 	var errs []error
 	for _, r := range s.Reps {
@@ -33,6 +34,10 @@ func (s *Stack) cleanCell(ctx context.Context, r *Rep) error {
 	var errs []error
 	if s.Containerd.Socket != "" {
 		if err := s.Containerd.PurgeNamespace(ctx, r.Config.Executor.ContainerdNamespace); err != nil {
+			errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
+		}
+		// The cell's egress firewall table (its containers' chains with it).
+		if err := firewall.DeleteTable(firewall.TableName(r.Config.Executor.ContainerdNamespace)); err != nil {
 			errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 		}
 	}
@@ -69,7 +74,7 @@ func cellNetwork(r *Rep) network.Config {
 // CellLeftovers lists, one line each, what the cell of r holds on the host beyond its
 // bridge itself: tasks and containers in its containerd namespace, what its network
 // holds (network.CellLeftovers: netns files, veths on its bridge, iptables rules naming
-// it) and mounts under its directory. A cell with no instance has none.
+// it), container chains in its egress firewall table and mounts under its directory. A cell with no instance has none.
 func (s *Stack) CellLeftovers(ctx context.Context, r *Rep) ([]string, error) {
 	var out []string
 	if s.Containerd.Socket != "" {
@@ -80,6 +85,11 @@ func (s *Stack) CellLeftovers(ctx context.Context, r *Rep) ([]string, error) {
 		for _, item := range items {
 			out = append(out, "containerd "+r.Config.Executor.ContainerdNamespace+": "+item)
 		}
+		chains, err := firewall.Leftovers(firewall.TableName(r.Config.Executor.ContainerdNamespace))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chains...)
 	}
 	items, err := network.CellLeftovers(cellNetwork(r))
 	if err != nil {

@@ -10,7 +10,10 @@ import (
 	"strings"
 )
 
-// Options shape the persistent dev stack. Zero values take the defaults.
+// Options shape the persistent dev stack. Zero values take the defaults; over a running
+// stack they keep what it runs with, and a non-zero value that differs from it (a
+// different port, number of replicas or database) is refused (ErrRunningStack), except
+// Cells, which resizes it.
 type Options struct {
 	// Root is the repository (default: FindRoot).
 	Root string
@@ -24,8 +27,10 @@ type Options struct {
 	Replicas int
 	// Ports of the first BBS (default DefaultPorts).
 	Ports Ports
-	// Cells is the number of cells, each a rep in the private containerd (default 1;
-	// negative: none, and no auctioneer). At most MaxDevCells.
+	// Cells is the number of cells, each a rep in the private containerd (default 1, or
+	// over a running stack its number; negative: none, and no auctioneer). At most
+	// MaxDevCells. Over a running stack with cells, a different number adds or removes
+	// cells and leaves everything else running (see Stack.resize).
 	Cells int
 	// AuctioneerPorts (default DefaultAuctioneerPorts).
 	AuctioneerPorts AuctioneerPorts
@@ -42,6 +47,9 @@ type Options struct {
 	// FileserverPorts place the fileserver of a stack with cells (default
 	// DefaultFileserverPorts).
 	FileserverPorts FileserverPorts
+	// RegistryPorts place the two private registries of a stack with cells (default
+	// DefaultRegistryPorts).
+	RegistryPorts RegistryPorts
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -63,9 +71,9 @@ func (o *Options) defaults() error {
 	if o.Replicas <= 0 {
 		o.Replicas = 1
 	}
-	if o.Ports == (Ports{}) {
-		o.Ports = DefaultPorts
-	}
+	orDefault(&o.Ports.GRPC, DefaultPorts.GRPC)
+	orDefault(&o.Ports.HTTP, DefaultPorts.HTTP)
+	orDefault(&o.Ports.Debug, DefaultPorts.Debug)
 	switch {
 	case o.Cells == 0:
 		o.Cells = 1
@@ -74,24 +82,19 @@ func (o *Options) defaults() error {
 	case o.Cells > MaxDevCells:
 		return fmt.Errorf("cells: at most %d fit the dev stack's host port ranges, got %d", MaxDevCells, o.Cells)
 	}
-	if o.AuctioneerPorts == (AuctioneerPorts{}) {
-		o.AuctioneerPorts = DefaultAuctioneerPorts
-	}
-	if o.RepPort == 0 {
-		o.RepPort = DefaultRepPort
-	}
-	if o.ConvergerDebugPort == 0 {
-		o.ConvergerDebugPort = DefaultConvergerDebugPort
-	}
-	if o.RouteEmitterPorts == (RouteEmitterPorts{}) {
-		o.RouteEmitterPorts = DefaultRouteEmitterPorts
-	}
-	if o.RouterPorts == (RouterPorts{}) {
-		o.RouterPorts = DefaultRouterPorts
-	}
-	if o.FileserverPorts == (FileserverPorts{}) {
-		o.FileserverPorts = DefaultFileserverPorts
-	}
+	// Port by port: a flag may set one port of a pair.
+	orDefault(&o.AuctioneerPorts.GRPC, DefaultAuctioneerPorts.GRPC)
+	orDefault(&o.AuctioneerPorts.Debug, DefaultAuctioneerPorts.Debug)
+	orDefault(&o.RepPort, DefaultRepPort)
+	orDefault(&o.ConvergerDebugPort, DefaultConvergerDebugPort)
+	orDefault(&o.RouteEmitterPorts.GRPC, DefaultRouteEmitterPorts.GRPC)
+	orDefault(&o.RouteEmitterPorts.Debug, DefaultRouteEmitterPorts.Debug)
+	orDefault(&o.RouterPorts.HTTP, DefaultRouterPorts.HTTP)
+	orDefault(&o.RouterPorts.Admin, DefaultRouterPorts.Admin)
+	orDefault(&o.FileserverPorts.HTTP, DefaultFileserverPorts.HTTP)
+	orDefault(&o.FileserverPorts.Debug, DefaultFileserverPorts.Debug)
+	orDefault(&o.RegistryPorts.Plain, DefaultRegistryPorts.Plain)
+	orDefault(&o.RegistryPorts.TLS, DefaultRegistryPorts.TLS)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -104,28 +107,69 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// orDefault sets *v to d when it is zero.
+func orDefault(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
 // Up brings the persistent dev stack up in the background and returns once every
 // process is healthy and every cell shows in the BBS: it starts the private Postgres,
 // writes the dev certificates into Home/certs, builds the binaries into BinDir, starts
 // the BBS processes, then (with cells) the private containerd, the auctioneer, one rep
 // per cell, the converger, and the routing side (the private NATS, the stand-in router,
-// the route-emitter), all detached. A stack that is already up and healthy is left as it is.
+// the route-emitter), all detached. A stack that is already up and healthy is left as
+// it is, or resized when it has cells and opts asks for another number of them; options
+// that cannot apply to it are refused (ErrRunningStack) and change nothing. Any other
+// earlier stack (half-working, or going from or to no cells) is stopped and brought up
+// anew, keeping what it knew of which containerd and NATS it started.
 func Up(ctx context.Context, opts Options) (*Stack, error) {
+	given := opts
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
 	logf := opts.Logf
 	old, err := Load(opts.Home)
-	if err == nil && old.healthy(ctx) && old.hasCredentials() && len(old.Reps) == opts.Cells && (old.Converger != nil) == (opts.Cells > 0) &&
-		(old.RouteEmitter != nil) == (opts.Cells > 0) && (old.Fileserver != nil) == (opts.Cells > 0) {
-		logf("dev stack is already up")
-		return old, nil
+	if err == nil && given.Cells == 0 {
+		opts.Cells = len(old.Reps) // keep the number of cells
 	}
+	if err == nil && old.healthy(ctx) && old.hasCredentials() && old.complete() {
+		if (len(old.Reps) > 0) == (opts.Cells > 0) {
+			if err := refuse(old.conflicts(given)); err != nil {
+				return nil, err
+			}
+			if len(old.Reps) == opts.Cells {
+				logf("dev stack is already up")
+				return old, nil
+			}
+			logf("resizing the dev stack from %d to %d cells", len(old.Reps), opts.Cells)
+			if err := old.resize(ctx, opts.Cells, logf); err != nil {
+				return nil, err
+			}
+			return old, nil
+		}
+	}
+	var ownContainerd, ownNATS bool
 	if err == nil {
-		// Stop what an earlier, half-working or differently sized stack left running.
+		// Stop what an earlier, half-working or differently shaped stack left running.
 		logf("stopping the processes of an earlier stack")
 		if err := old.Stop(ctx); err != nil {
 			return nil, err
+		}
+		ownContainerd, ownNATS = old.Containerd.Own, old.NATS != nil && old.NATS.Own
+		if opts.Cells == 0 {
+			// Only cells use them: stop the ones the earlier stack started.
+			if ownContainerd {
+				if err := StopContainerd(ctx, old.Root, old.Home); err != nil {
+					return nil, err
+				}
+			}
+			if ownNATS {
+				if err := StopNATS(ctx, old.Root, old.Home); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	if err := os.MkdirAll(opts.Home, 0o755); err != nil {
@@ -168,10 +212,14 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		layouts = append(layouts, devCellLayout(i, opts.RepPort))
 	}
 	if len(layouts) > 0 {
+		// First: the cells' configuration names the registries.
+		s.AddRegistries(opts.RegistryPorts, true)
 		logf("starting containerd under %s", filepath.Join(s.Home, "containerd"))
 		if s.Containerd, err = StartContainerd(ctx, s.Root, s.Home); err != nil {
 			return nil, err
 		}
+		// Still running from the earlier stack, it is still the stack's own.
+		s.Containerd.Own = s.Containerd.Own || ownContainerd
 		s.AddCells(layouts, opts.AuctioneerPorts, true)
 		s.AddConverger(opts.ConvergerDebugPort, DevConvergeInterval, true)
 		logf("starting nats under %s", filepath.Join(s.Home, "nats"))
@@ -231,6 +279,16 @@ func (s *Stack) PrepareFiles() error {
 			return fmt.Errorf("fileserver signing key: %w", err)
 		}
 	}
+	if s.Registry != nil {
+		if err := s.Certs.EnsureRegistry(); err != nil {
+			return err
+		}
+		for _, r := range s.Registry.All() {
+			if err := r.prepare(); err != nil {
+				return err
+			}
+		}
+	}
 	if len(s.Reps) == 0 {
 		return nil
 	}
@@ -244,11 +302,14 @@ func (s *Stack) PrepareFiles() error {
 	return ensureBusyboxImage(s.BusyboxImage())
 }
 
-// Start starts the fileserver, the BBS processes, the auctioneer and the reps in that
-// order, each waited on until healthy, waits until every cell shows in the BBS, then
+// Start starts the registries (pushing the standard images into them), the fileserver,
+// the BBS processes, the auctioneer and the reps in that order, each waited on until healthy, waits until every cell shows in the BBS, then
 // starts the converger (so that its first pass sees every cell present), then the
 // router and the route-emitter. logf reports progress. Call PrepareFiles first.
 func (s *Stack) Start(ctx context.Context, logf func(string, ...any)) error {
+	if err := s.startRegistries(ctx, logf); err != nil {
+		return err
+	}
 	if f := s.Fileserver; f != nil {
 		logf("starting fileserver (http %s, debug %s)", f.Config.ServerAddress, f.Config.DebugAddress)
 		if err := f.Start(ctx); err != nil {
@@ -316,19 +377,27 @@ func (s *Stack) Down(ctx context.Context) error {
 }
 
 // DownHome stops the dev stack in home if there is one, and in any case the private
-// Postgres of home (which `make test` may have started without a stack).
+// Postgres, containerd and NATS of home (which `make test` or an earlier stack may have
+// started), so that nothing of home keeps running.
 func DownHome(ctx context.Context, root, home string) error {
 	s, err := Load(home)
-	if errors.Is(err, fs.ErrNotExist) {
-		return StopPostgres(ctx, root, home)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = nil
+	case err == nil:
+		err = s.Down(ctx)
 	}
-	if err != nil {
-		return err
-	}
-	if err := s.Down(ctx); err != nil {
-		return err
-	}
-	return StopPostgres(ctx, root, home)
+	// Also when the stack could not be read or stopped cleanly.
+	return errors.Join(err, StopNATS(ctx, root, home), StopContainerd(ctx, root, home), StopPostgres(ctx, root, home))
+}
+
+// complete reports whether the stack runs the whole of its kind: with cells, the
+// auctioneer, the converger, the routing side, the fileserver and the registries; without,
+// none of them.
+func (s *Stack) complete() bool {
+	cells := len(s.Reps) > 0
+	return (s.Auctioneer != nil) == cells && (s.Converger != nil) == cells && (s.RouteEmitter != nil) == cells &&
+		(s.Router != nil) == cells && (s.Fileserver != nil) == cells && (s.Registry != nil) == cells
 }
 
 // ServiceStatus is what Status reports about one process of the stack.
@@ -341,11 +410,12 @@ type ServiceStatus struct {
 	Unhealthy error
 }
 
-// Status reports each process's pid (0 when not running), addresses and health: the
-// BBS processes, the auctioneer, the reps, the converger, the router and the
-// route-emitter.
+// Status reports each process's pid (0 when not running), addresses and health:
+// Postgres, containerd and NATS (see infraStatus), then the BBS processes, the
+// auctioneer, the reps, the converger, the router, the route-emitter, the fileserver
+// and the registries.
 func (s *Stack) Status(ctx context.Context) []ServiceStatus {
-	var out []ServiceStatus
+	out := s.infraStatus(ctx)
 	add := func(svc *Service, addresses string, healthy func(context.Context) error) {
 		st := ServiceStatus{Name: svc.Name, Pid: svc.Pid(), Addresses: addresses}
 		if st.Pid == 0 {
@@ -377,6 +447,11 @@ func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 	}
 	if f := s.Fileserver; f != nil {
 		add(&f.Service, fmt.Sprintf("http %s  debug %s", f.Config.ServerAddress, f.Config.DebugAddress), f.Healthy)
+	}
+	if s.Registry != nil {
+		for _, r := range s.Registry.All() {
+			add(&r.Service, fmt.Sprintf("%s  files %s", r.URL(), r.Dir), r.Healthy)
+		}
 	}
 	return out
 }

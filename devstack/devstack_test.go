@@ -42,9 +42,30 @@ func TestUpAndDownFromAnotherProcess(t *testing.T) {
 	loaded, err := Load(home)
 	require.NoError(t, err)
 	statuses := loaded.Status(t.Context())
-	require.Len(t, statuses, 1)
-	require.Equal(t, pid, statuses[0].Pid)
+	require.Len(t, statuses, 2)
+	require.Equal(t, "postgres", statuses[0].Name, "the database is listed first")
+	require.Zero(t, statuses[0].Pid, "a database the stack was given has no pid of its own")
+	require.Contains(t, statuses[0].Addresses, "not started by the stack")
 	require.NoError(t, statuses[0].Unhealthy)
+	require.Equal(t, pid, statuses[1].Pid)
+	require.NoError(t, statuses[1].Unhealthy)
+
+	bad := opts
+	bad.Replicas, bad.Ports.HTTP = 2, ports[1]
+	_, err = Up(t.Context(), bad)
+	require.ErrorIs(t, err, ErrRunningStack)
+	require.EqualError(t, err, "-replicas 2 (it runs with 1) cannot apply to a running stack: run `make down` first")
+	require.Equal(t, pid, loaded.BBS[0].Pid(), "a refused up changes nothing")
+	bad = opts
+	bad.Ports.GRPC = ports[0] + 1
+	bad.DatabaseURL = "postgres://elsewhere/db"
+	_, err = Up(t.Context(), bad)
+	require.EqualError(t, err, fmt.Sprintf("-database-url (it runs with another database), -grpc-port %d (it runs with %d) cannot apply to a running stack: run `make down` first", ports[0]+1, ports[0]))
+	kept := opts
+	kept.Ports = Ports{}
+	again, err = Up(t.Context(), kept)
+	require.NoError(t, err, "ports not given keep what runs")
+	require.Equal(t, pid, again.BBS[0].Pid())
 
 	root, err := FindRoot()
 	require.NoError(t, err)

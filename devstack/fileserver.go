@@ -28,6 +28,10 @@ var DefaultFileserverPorts = FileserverPorts{HTTP: 8080, Debug: 17005}
 // /v1/static/<stack>/builder.tgz packed from fileserver/bundles/<stack>.
 var Stacks = []string{"busybox"}
 
+// ExampleAppStatic is the static path of the example app bits (examples/static-site as a
+// tgz) that the LRP API's seed example downloads: /v1/static/app.tgz.
+const ExampleAppStatic = "app.tgz"
+
 // SigningKeyFile is where, under a stack's home, the fileserver's URL-signing key lives
 // (droverctl push reads it there).
 const SigningKeyFile = "fileserver/signing.key"
@@ -82,6 +86,7 @@ func (s *Stack) AddFileserver(ports FileserverPorts, detached bool) *Fileserver 
 	for _, stack := range Stacks {
 		f.BundleSources[stack+"/builder.tgz"] = filepath.Join(s.Root, "fileserver", "bundles", stack)
 	}
+	f.BundleSources[ExampleAppStatic] = filepath.Join(s.Root, "examples", "static-site")
 	s.Fileserver = f
 	return f
 }

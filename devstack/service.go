@@ -29,6 +29,9 @@ type Service struct {
 	// Detached services outlive the process that started them (the dev stack); attached
 	// ones die with it (tests).
 	Detached bool `json:"detached"`
+	// ConfigArgs, when set, are the arguments that come before the configuration file's
+	// path (e.g. "serve" for docker-registry); by default it is "-config".
+	ConfigArgs []string `json:"config_args,omitempty"`
 
 	mu   sync.Mutex
 	proc *process
@@ -84,7 +87,11 @@ func (s *Service) start(ctx context.Context, config any, timeout time.Duration, 
 	}
 	pass := s.reserved
 	s.reserved = nil
-	proc, err := spawn(s.Binary, []string{"-config", s.ConfigPath()}, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached, pass)
+	args := []string{"-config", s.ConfigPath()}
+	if len(s.ConfigArgs) > 0 {
+		args = append(append([]string(nil), s.ConfigArgs...), s.ConfigPath())
+	}
+	proc, err := spawn(s.Binary, args, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached, pass)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}

@@ -49,6 +49,9 @@ type Stack struct {
 	// Fileserver serves builder bundles, app packages and droplets; nil when the stack
 	// runs none (a stack without cells, or a test stack that did not ask for one).
 	Fileserver *Fileserver `json:"fileserver,omitempty"`
+	// Registry is the stack's private OCI registries (the dev stack with cells, a test
+	// stack that asks for them); nil when it runs none.
+	Registry *Registries `json:"registry,omitempty"`
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -118,10 +121,10 @@ func (s *Stack) HTTPClient() (*http.Client, error) {
 // ClientTLS returns the client side mTLS configuration of the stack's certificates.
 func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
 
-// Stop stops the route-emitter, the router, the converger, the reps, the auctioneer and
-// every BBS in that order (SIGTERM, then SIGKILL after StopGrace), then removes what the
-// cells left on the host (CleanCells) and shuts a test stack's embedded NATS down, and
-// returns every error.
+// Stop stops the route-emitter, the router, the converger, the reps, the auctioneer,
+// every BBS and the registries in that order (SIGTERM, then SIGKILL after StopGrace),
+// then removes what the cells left on the host (CleanCells) and shuts a test stack's
+// embedded NATS down, and returns every error.
 func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
 	if s.RouteEmitter != nil {
@@ -144,6 +147,11 @@ func (s *Stack) Stop(ctx context.Context) error {
 	}
 	for _, b := range s.BBS {
 		errs = append(errs, b.Stop(ctx))
+	}
+	if s.Registry != nil {
+		for _, r := range s.Registry.All() {
+			errs = append(errs, r.Stop(ctx))
+		}
 	}
 	errs = append(errs, s.CleanCells(ctx))
 	if s.NATS != nil {
@@ -175,6 +183,11 @@ func (s *Stack) Services() []*Service {
 	}
 	if s.Fileserver != nil {
 		out = append(out, &s.Fileserver.Service)
+	}
+	if s.Registry != nil {
+		for _, r := range s.Registry.All() {
+			out = append(out, &r.Service)
+		}
 	}
 	return out
 }

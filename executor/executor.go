@@ -108,6 +108,12 @@ type RunInfo struct {
 	LogIndex int
 	// LogSource is the default source of lines (the DesiredLRP's log_source; "APP" if empty).
 	LogSource string
+	// ImageUsername and ImagePassword authenticate the pull of a docker:// rootfs. They
+	// are secrets: never logged, and not kept in the adoption state.
+	ImageUsername string
+	ImagePassword string
+	// ImageLayers are extra archives extracted into the container before it runs.
+	ImageLayers []*modelsv1.ImageLayer
 }
 
 // RunRequest turns a reserved container into a running one.
@@ -241,4 +247,7 @@ type Client interface {
 	RootFSProviders() []*modelsv1.RootFSProvider
 	// Healthy reports whether the container backend works.
 	Healthy(ctx context.Context) bool
+	// Interactive runs an operator's process (droverctl exec) in a running container;
+	// any other state fails with ErrInvalidStateTransition.
+	Interactive
 }

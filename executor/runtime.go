@@ -26,6 +26,13 @@ type ContainerSpec struct {
 	// State is opaque data the engine needs to adopt the container after a restart
 	// (JSON); the runtime stores it with the container and returns it from List.
 	State []byte
+	// ImageUsername and ImagePassword authenticate the pull of a registry rootfs. They
+	// are secrets: never logged, stored or put in an error.
+	ImageUsername string
+	ImagePassword string
+	// EgressRules open the container's network (default deny) on top of the cell's
+	// default rules; the last rule takes precedence.
+	EgressRules []*modelsv1.EgressRule
 }
 
 // BindMount mounts a host directory into the container.
@@ -77,6 +84,10 @@ type RuntimeContainer struct {
 	// Alive is false when the container's init process is gone.
 	Alive     bool
 	CreatedAt time.Time
+	// OOMKills counts the processes the container's memory limit killed since it was
+	// created (from its cgroup), so an OOM kill missed while the executor was down, or
+	// whose event was lost, is still noticed.
+	OOMKills uint64
 }
 
 // Usage is a container's resource use.
@@ -92,7 +103,8 @@ type RuntimeEventKind string
 
 // Runtime event kinds.
 const (
-	// RuntimeOOM: the memory limit killed a process.
+	// RuntimeOOM: the memory limit killed a process of the container (any process, not
+	// only the main one); the executor crashes the container.
 	RuntimeOOM RuntimeEventKind = "oom"
 	// RuntimeDiskExceeded: the container wrote more than its disk_mb; the runtime has
 	// stopped its processes. Reason says by how much.
@@ -120,6 +132,8 @@ type Runtime interface {
 	Create(ctx context.Context, spec ContainerSpec) (NetInfo, error)
 	// Exec starts a process in a created container.
 	Exec(ctx context.Context, guid string, spec ProcessSpec) (Process, error)
+	// Interactive starts an operator's process (droverctl exec) in a created container.
+	Interactive
 	// Reattach finds a process started by an earlier executor (same ID) and streams its
 	// further output to stdout/stderr.
 	Reattach(ctx context.Context, guid, processID string, stdout, stderr io.Writer) (Process, error)

@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	convergerconfig "drover.dev/converger/config"
+	libconfig "drover.dev/lib/config"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -65,4 +69,46 @@ func TestCordon(t *testing.T) {
 	require.NoError(t, err)
 	cs.waitActuals(t, early, settleWait, "all instances gone", func(as []*modelsv1.ActualLRP) bool { return len(as) == 0 })
 	cs.removeAndWaitClean(t, late)
+}
+
+// TestCordonOnlyCellThenUncordon (issue 17, build 5): with the only cell cordoned, a new
+// LRP's instance and a new task cannot be placed, and their placement error says why,
+// naming the cell and the cordon's reason (a task, rejected max_task_retries times,
+// fails with it). Uncordoning the cell places the instance at once: the converger here
+// re-auctions stale UNCLAIMED rows only after 10 minutes, far beyond the wait, so only
+// the BBS's re-auction on uncordon can run it.
+func TestCordonOnlyCellThenUncordon(t *testing.T) {
+	const slow = 10 * time.Minute
+	cs := newConvergeStack(t, convergeOptions{cells: 1, configureConverger: func(c *convergerconfig.Config) {
+		c.StaleUnclaimedDuration = libconfig.Duration(slow)
+		c.RepeatInterval = libconfig.Duration(slow)
+	}})
+	cell := cs.Reps[0].CellID()
+	const reason = "disk replacement"
+	_, err := cs.bbs.CordonCell(callCtx(t), &bbsv1.CordonCellRequest{CellId: cell, Reason: reason})
+	require.NoError(t, err)
+	want := fmt.Sprintf("all compatible cells are cordoned: %s (%s)", cell, reason)
+
+	const guid = "desired-while-cordoned"
+	cs.desire(t, httpdLRP(guid, 1))
+	cs.waitActuals(t, guid, settleWait, "the placement error names the cordon", func(as []*modelsv1.ActualLRP) bool {
+		return len(as) == 1 && as[0].GetState() == modelsv1.ActualLRPState_ACTUAL_LRP_STATE_UNCLAIMED && as[0].GetPlacementError() == want
+	})
+	const task = "task-while-cordoned"
+	cs.desireTask(t, task, &modelsv1.TaskDefinition{Action: shAction(`echo done > /tmp/result`), ResultFile: "/tmp/result"})
+	failed := cs.waitTaskCompleted(t, task)
+	require.True(t, failed.GetFailed())
+	require.Equal(t, want, failed.GetFailureReason())
+	require.Equal(t, want, failed.GetRejectionReason())
+
+	resp, err := cs.bbs.UncordonCell(callCtx(t), &bbsv1.UncordonCellRequest{CellId: cell})
+	require.NoError(t, err)
+	require.True(t, resp.GetWasCordoned())
+
+	running := cs.waitRunning(t, guid, 1)
+	require.Equal(t, cell, running[0].GetCellId())
+	require.Empty(t, running[0].GetPlacementError())
+	requireServesIndex(t, running[0])
+
+	cs.removeAndWaitClean(t, guid)
 }

@@ -187,8 +187,12 @@ type pollStats struct {
 	failures []string
 }
 
-// pollRouter starts polling hostname through the router every 20 ms.
-func (ps *pushStack) pollRouter(hostname string) *routerPoll {
+// pollRouter starts polling hostname through the router every 20 ms, counting the
+// answers that hold each of bodies (default "rollout v1" and "rollout v2").
+func (ps *pushStack) pollRouter(hostname string, bodies ...string) *routerPoll {
+	if len(bodies) == 0 {
+		bodies = []string{"rollout v1", "rollout v2"}
+	}
 	p := &routerPoll{done: make(chan struct{}), stats: pollStats{bodies: map[string]int{}}}
 	p.wg.Add(1)
 	go func() {
@@ -210,7 +214,7 @@ func (ps *pushStack) pollRouter(hostname string) *routerPoll {
 			case code != http.StatusOK:
 				p.stats.failures = append(p.stats.failures, fmt.Sprintf("%s: %d %s", time.Now().Format(time.StampMilli), code, body))
 			default:
-				for _, v := range []string{"rollout v1", "rollout v2"} {
+				for _, v := range bodies {
 					if strings.Contains(body, v) {
 						p.stats.bodies[v]++
 					}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what drover needs on a Debian machine, and only what is missing:
-#   - Debian packages (postgresql, nats-server, containerd, runc, CNI plugins, ...), via apt-get
+#   - Debian packages (postgresql, nats-server, containerd, runc, CNI plugins, docker-registry, ...), via apt-get
 #   - Go tools (grpcurl, buf, staticcheck) into $DROVER_BIN (default: <repo>/bin), via go install
 # Idempotent, non-interactive (works as root with no stdin). Needs Go >= 1.26 on PATH or in
 # /usr/local/go/bin.
@@ -14,7 +14,9 @@ export PATH="$bin:$PATH:/usr/local/go/bin"
 apt_packages=(
   postgresql nats-server containerd runc containernetworking-plugins iptables
   busybox-static iproute2 curl jq ca-certificates
+  docker-registry # the private OCI registries of the dev stack and the tests (devstack/registry.go)
   gcc libc6-dev # cgo, which go test -race needs
+  btrfs-progs # the btrfs (with quotas) under containerd's root: disk_mb quotas (scripts/containerd.sh)
 )
 # Go tools: name, package@version. The version must match the go.mod tool pins.
 go_tools=(

@@ -35,6 +35,26 @@ func CellFromState(state *repv1.StateResponse, index int) CellState {
 	return c
 }
 
+// CellFromPresence builds the view of a cordoned cell from its presence alone (the
+// auctioneer does not ask a cordoned cell's rep for its state): enough for Place to name
+// it when it is the only compatible cell. Presences carry no volume drivers.
+func CellFromPresence(p *modelsv1.CellPresence, index int) CellState {
+	c := CellState{
+		CellID:                p.GetCellId(),
+		Zone:                  p.GetZone(),
+		Index:                 index,
+		Total:                 resourcesFromCapacity(p.GetCapacity()),
+		PlacementTags:         p.GetPlacementTags(),
+		OptionalPlacementTags: p.GetOptionalPlacementTags(),
+		Cordoned:              p.GetCordoned(),
+		CordonReason:          p.GetCordonReason(),
+	}
+	for _, rp := range p.GetRootfsProviders() {
+		c.RootFSProviders = append(c.RootFSProviders, RootFSProvider{Name: rp.GetName(), Properties: rp.GetProperties()})
+	}
+	return c
+}
+
 func resourcesFromCapacity(c *modelsv1.CellCapacity) Resources {
 	return Resources{MemoryMB: int(c.GetMemoryMb()), DiskMB: int(c.GetDiskMb()), Containers: int(c.GetContainers())}
 }

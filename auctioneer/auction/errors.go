@@ -2,6 +2,7 @@ package auction
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,7 +16,47 @@ const (
 	insufficientResources    = "insufficient resources"
 	noPlacementTagsMismatch  = "found no compatible cell with no placement tags"
 	placementTagMismatchBase = "found no compatible cell with placement tag"
+	// ErrAllCordoned starts the error of work whose every compatible cell is cordoned:
+	// "all compatible cells are cordoned: cell-1 (reason), cell-2".
+	ErrAllCordoned = "all compatible cells are cordoned"
+	// MaxNamedCordonedCells is how many cordoned cells a placement error names; the
+	// others are counted.
+	MaxNamedCordonedCells = 5
 )
+
+// allCordoned is the placement error of work that only cordoned cells could take.
+func allCordoned(cells []*cell) string {
+	return ErrAllCordoned + ": " + cordonList(cells)
+}
+
+// withCordoned adds the compatible cordoned cells, if any, to a resource shortfall:
+// "insufficient resources: ...; compatible cells cordoned: cell-1 (reason)".
+func withCordoned(msg string, cordoned []*cell) string {
+	if len(cordoned) == 0 {
+		return msg
+	}
+	return msg + "; compatible cells cordoned: " + cordonList(cordoned)
+}
+
+// cordonList names up to MaxNamedCordonedCells cells, sorted by id, each with its
+// cordon reason in parentheses when it has one, and counts the rest.
+func cordonList(cells []*cell) string {
+	ids := slices.Clone(cells)
+	slices.SortFunc(ids, func(a, b *cell) int { return strings.Compare(a.id, b.id) })
+	var parts []string
+	for i, c := range ids {
+		if i == MaxNamedCordonedCells {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ids)-i))
+			break
+		}
+		if c.cordonReason == "" {
+			parts = append(parts, c.id)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", c.id, c.cordonReason))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // PlacementTagMismatch is the error for work whose tags no cell matches: one tag
 // `... placement tag "x"`, several `... placement tags "a", "b" and "c"`.

@@ -121,10 +121,12 @@ func (c *cell) stage(rootfs *url.URL, constraint *Constraint, desiredTags set) f
 }
 
 // candidates are the cells, grouped by zone, that passed every filter for a constraint;
-// err is the placement error when none did.
+// err is the placement error when none did. cordoned are the cordoned cells that would
+// have passed.
 type candidates struct {
-	zones []*zoneCells
-	err   string
+	zones    []*zoneCells
+	cordoned []*cell
+	err      string
 }
 
 // zoneCells are one zone's compatible cells.
@@ -149,8 +151,9 @@ func constraintKey(c *Constraint) string {
 }
 
 // filter finds the compatible cells of every zone. With none, the error names the
-// furthest filter any cell passed (rootfs → volume drivers → placement tags); upstream
-// picks between zones in random map order, drover takes the furthest deterministically.
+// compatible cordoned cells if there are any, else the furthest filter any cell passed
+// (rootfs → volume drivers → placement tags); upstream picks between zones in random map
+// order, drover takes the furthest deterministically.
 func (s *scheduler) filter(c *Constraint) *candidates {
 	key := constraintKey(c)
 	if cached, ok := s.filterCache[key]; ok {
@@ -174,16 +177,34 @@ func (s *scheduler) filter(c *Constraint) *candidates {
 			result.zones = append(result.zones, &zoneCells{zone: z, cells: cells})
 		}
 	}
+	for _, cl := range s.cordoned {
+		st := cl.stage(rootfs, c, desired)
+		if st == passed {
+			result.cordoned = append(result.cordoned, cl)
+			continue
+		}
+		furthest = max(furthest, st)
+	}
 	if len(result.zones) == 0 {
-		switch furthest {
-		case failedRootFS:
-			result.err = ErrRootFSMismatch
-		case failedDrivers:
-			result.err = ErrVolumeDriverMismatch
-		default:
-			result.err = PlacementTagMismatch(c.PlacementTags)
+		if len(result.cordoned) > 0 {
+			result.err = allCordoned(result.cordoned)
+		} else {
+			result.err = mismatch(furthest, c)
 		}
 	}
 	s.filterCache[key] = result
 	return result
+}
+
+// mismatch is the placement error of work that no cell passed the filters for, named
+// after the furthest filter any cell passed.
+func mismatch(furthest filterStage, c *Constraint) string {
+	switch furthest {
+	case failedRootFS:
+		return ErrRootFSMismatch
+	case failedDrivers:
+		return ErrVolumeDriverMismatch
+	default:
+		return PlacementTagMismatch(c.PlacementTags)
+	}
 }

@@ -25,6 +25,21 @@ type cell struct {
 	allTags      set
 	drivers      set
 	work         *CellWork
+	// cordonReason is the operator's reason on a cordoned cell.
+	cordonReason string
+}
+
+// newCordonedCell is the filter-only copy of a cordoned cell: it is never scored or
+// placed on, only matched so that placement errors can name it.
+func newCordonedCell(st *CellState) *cell {
+	return &cell{
+		id:           st.CellID,
+		rootFS:       newRootFSMatcher(st.RootFSProviders),
+		requiredTags: newSet(st.PlacementTags),
+		allTags:      newSet(st.PlacementTags, st.OptionalPlacementTags),
+		drivers:      newSet(st.VolumeDrivers),
+		cordonReason: st.CordonReason,
+	}
 }
 
 // zone is the cells of one zone and their LRP instances per process guid.
@@ -36,9 +51,11 @@ type zone struct {
 
 // scheduler is the state of one Place call.
 type scheduler struct {
-	opts        Options
-	zones       []*zone
-	cells       []*cell
+	opts  Options
+	zones []*zone
+	cells []*cell
+	// cordoned are the cordoned cells: never placed on, only named in placement errors.
+	cordoned    []*cell
 	filterCache map[string]*candidates
 	inFlight    int
 }
@@ -104,6 +121,10 @@ func newScheduler(states []CellState, opts Options) *scheduler {
 	byName := map[string]*zone{}
 	for i := range states {
 		st := &states[i]
+		if st.Cordoned {
+			s.cordoned = append(s.cordoned, newCordonedCell(st))
+			continue
+		}
 		z := byName[st.Zone]
 		if z == nil {
 			z = &zone{name: st.Zone, instances: map[string]int{}}
@@ -191,7 +212,7 @@ func (s *scheduler) placeLRP(lrp LRPAuction) string {
 		}
 	}
 	if winner == nil {
-		return short.message(lrp.Resource)
+		return withCordoned(short.message(lrp.Resource), found.cordoned)
 	}
 	winner.reserve(lrp.Resource)
 	winner.instances[lrp.ProcessGuid]++
@@ -228,7 +249,7 @@ func (s *scheduler) placeTask(task TaskAuction) string {
 		}
 	}
 	if winner == nil {
-		return short.message(task.Resource)
+		return withCordoned(short.message(task.Resource), found.cordoned)
 	}
 	winner.reserve(task.Resource)
 	winner.tasks++

@@ -87,6 +87,10 @@ type CellState struct {
 	LRPs                   []Instance
 	// Tasks are the guids of the tasks the cell holds.
 	Tasks []string
+	// Cordoned cells take no work; Place only names them (with CordonReason) in the
+	// placement error of work that no other compatible cell could take.
+	Cordoned     bool
+	CordonReason string
 }
 
 // Options tune the scoring (reference/cell.md §1.6 and §1.9).

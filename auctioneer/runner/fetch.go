@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"drover.dev/auctioneer/auction"
@@ -10,15 +11,22 @@ import (
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
-// cellSet is the cells that answered with a usable state, and their reps.
+// cellSet is the cells that answered with a usable state, and their reps, plus the
+// cordoned cells as their presences describe them (never asked, never placed on).
 type cellSet struct {
-	states []auction.CellState
-	reps   map[string]Rep
+	states   []auction.CellState
+	reps     map[string]Rep
+	cordoned []auction.CellState
+}
+
+// all is every cell for Place: the usable ones, then the cordoned ones.
+func (c cellSet) all() []auction.CellState {
+	return append(slices.Clip(c.states), c.cordoned...)
 }
 
 // fetchCells lists the live cells and fetches every cell's state in parallel; when no
-// cell answers it tries again, FetchAttempts times in all. An error means the BBS could
-// not list the cells.
+// cell answers it tries again, FetchAttempts times in all (not when every cell is
+// cordoned: none is asked). An error means the BBS could not list the cells.
 func (r *Runner) fetchCells(ctx context.Context) (cellSet, error) {
 	start := r.opts.Now()
 	defer func() { r.opts.Metrics.FetchStatesDuration.Observe(time.Since(start).Seconds()) }()
@@ -31,7 +39,7 @@ func (r *Runner) fetchCells(ctx context.Context) (cellSet, error) {
 			return cellSet{}, err
 		}
 		cells = r.fetchStates(ctx, presences)
-		if len(cells.states) > 0 || ctx.Err() != nil {
+		if len(cells.states) > 0 || (len(presences) > 0 && len(cells.cordoned) == len(presences)) || ctx.Err() != nil {
 			return cells, nil
 		}
 		r.log.Info("no-cell-state-retrying", "attempt", attempt, "cells", len(presences))
@@ -41,15 +49,21 @@ func (r *Runner) fetchCells(ctx context.Context) (cellSet, error) {
 
 // fetchStates asks every cell that an operator has not cordoned for its state with the
 // cell state timeout and keeps the cells that answered, are not evacuating and report
-// the cell id of their presence. A cell's index is its position in the presence list
-// (sorted by cell id).
+// the cell id of their presence; cordoned cells are kept from their presences. A cell's
+// index is its position in the presence list (sorted by cell id).
 func (r *Runner) fetchStates(ctx context.Context, presences []*modelsv1.CellPresence) cellSet {
 	usable := make([]*auction.CellState, len(presences))
 	reps := make([]Rep, len(presences))
+	cells := cellSet{reps: map[string]Rep{}}
+	for i, presence := range presences {
+		if presence.GetCordoned() {
+			r.log.Debug("cell-skipped-cordoned", "cell_id", presence.GetCellId(), "reason", presence.GetCordonReason())
+			cells.cordoned = append(cells.cordoned, auction.CellFromPresence(presence, i))
+		}
+	}
 	forEach(len(presences), r.opts.Workers, func(i int) {
 		presence := presences[i]
 		if presence.GetCordoned() {
-			r.log.Debug("cell-skipped-cordoned", "cell_id", presence.GetCellId(), "reason", presence.GetCordonReason())
 			return
 		}
 		rep, state, err := r.fetchState(ctx, presence)
@@ -64,7 +78,6 @@ func (r *Runner) fetchStates(ctx context.Context, presences []*modelsv1.CellPres
 		}
 		usable[i], reps[i] = &cell, rep
 	})
-	cells := cellSet{reps: map[string]Rep{}}
 	for i, cell := range usable {
 		if cell != nil {
 			cells.states = append(cells.states, *cell)

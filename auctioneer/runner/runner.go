@@ -117,7 +117,7 @@ func (r *Runner) RunAuction(ctx context.Context) {
 		return
 	}
 
-	result := auction.Place(cells.states, lrps, tasks, r.opts.Auction)
+	result := auction.Place(cells.all(), lrps, tasks, r.opts.Auction)
 	r.commit(ctx, cells, &result)
 	r.report(ctx, result)
 

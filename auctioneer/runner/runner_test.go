@@ -14,6 +14,7 @@ import (
 	"github.com/tedsuo/ifrit"
 
 	"drover.dev/auctioneer/auction"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 )
 
@@ -114,6 +115,27 @@ func TestRunAuctionDropsUnusableCells(t *testing.T) {
 	}
 	require.Zero(t, cordoned.stateCalls(), "a cordoned cell is not even asked for its state")
 	require.Equal(t, 5.0, testutil.ToFloat64(metrics.FailedCellStateRequests))
+}
+
+func TestRunAuctionNamesTheCordonedCells(t *testing.T) {
+	cordoned := healthyRep("cell-1", "z1", 1000)
+	p := presence("cell-1")
+	p.Cordoned, p.CordonReason = true, "kernel upgrade"
+	p.RootfsProviders = []*modelsv1.RootFSProvider{{Name: "preloaded", Properties: []string{"busybox"}}}
+	bbs := newFakeBBS(p)
+	r, batch, _ := newTestRunner(t, bbs, fakeReps{"cell-1": cordoned})
+
+	batch.AddLRPs(lrpStart("web", 1, 10))
+	batch.AddTasks([]auction.TaskAuction{taskStart("t", "preloaded:busybox")})
+	r.RunAuction(context.Background())
+
+	failed, rejected, listCalls := bbs.snapshot()
+	require.Equal(t, 1, listCalls, "an all-cordoned cluster is not listed again")
+	want := "all compatible cells are cordoned: cell-1 (kernel upgrade)"
+	require.Equal(t, map[string]string{"web.0": want}, failed)
+	require.Equal(t, map[string]string{"t": want}, rejected)
+	require.Zero(t, cordoned.stateCalls(), "a cordoned cell is not asked for its state")
+	require.Empty(t, cordoned.performs())
 }
 
 func TestRunAuctionWhenNoCellAnswers(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,12 +37,15 @@ func newRealBBS(t *testing.T) *realBBS {
 	db := storetest.NewStore(t)
 	reps := repclient.NewPool(nil, repclient.Options{})
 	t.Cleanup(func() { _ = reps.Close() })
-	api := server.New(server.Deps{DB: db, Reps: reps})
+	// Every log line of the BBS and of the gateway, at every level, goes to logs.
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	api := server.New(server.Deps{DB: db, Reps: reps, Logger: logger})
 	t.Cleanup(api.Wait)
 	listener := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(server.UnaryInterceptor(nil)),
-		grpc.ChainStreamInterceptor(server.StreamInterceptor(nil)),
+		grpc.ChainUnaryInterceptor(server.UnaryInterceptor(logger)),
+		grpc.ChainStreamInterceptor(server.StreamInterceptor(logger)),
 	)
 	api.Register(srv)
 	go func() { _ = srv.Serve(listener) }()
@@ -51,9 +55,9 @@ func newRealBBS(t *testing.T) *realBBS {
 		func(ctx context.Context, _ string) (net.Conn, error) { return listener.DialContext(ctx) }))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bbs.Close() })
-	web := httptest.NewServer(httpapi.New(bbs, httpapi.Options{}))
+	web := httptest.NewServer(httpapi.New(bbs, httpapi.Options{Logger: logger}))
 	t.Cleanup(web.Close)
-	return &realBBS{harness: &harness{url: web.URL, logs: &syncBuffer{}}, db: db}
+	return &realBBS{harness: &harness{url: web.URL, logs: logs}, db: db}
 }
 
 // lrpJSON is a valid DesiredLRPCreateRequest for guid, with fields replaced or added.

@@ -63,7 +63,8 @@ func (a *api) getDesiredLRP(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lrp, err := jsonapi.EncodeDesiredLRP(resp.GetDesiredLrp())
+	// The HTTP API is for people and bridges: image credentials are only for cells.
+	lrp, err := jsonapi.EncodeDesiredLRP(models.DesiredLRPWithoutImageCredentials(resp.GetDesiredLrp()))
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (a *api) listDesiredLRPs(w http.ResponseWriter, r *http.Request) error {
 	}
 	lrps := make([]json.RawMessage, 0, len(resp.GetDesiredLrps()))
 	for _, lrp := range resp.GetDesiredLrps() {
-		encoded, err := jsonapi.EncodeDesiredLRP(lrp)
+		encoded, err := jsonapi.EncodeDesiredLRP(models.DesiredLRPWithoutImageCredentials(lrp))
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"drover.dev/bbs/jsonapi"
+	"drover.dev/bbs/models"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
@@ -34,7 +35,7 @@ func (a *api) listTasks(w http.ResponseWriter, r *http.Request) error {
 	}
 	views := make([]jsonapi.Task, 0, len(resp.GetTasks()))
 	for _, task := range resp.GetTasks() {
-		view, err := jsonapi.TaskView(task)
+		view, err := jsonapi.TaskView(models.TaskWithoutImageCredentials(task))
 		if err != nil {
 			return err
 		}
@@ -94,7 +95,8 @@ func (a *api) fetchTask(r *http.Request) (*modelsv1.Task, error) {
 
 // writeTask answers with the task's view.
 func (a *api) writeTask(w http.ResponseWriter, task *modelsv1.Task) error {
-	view, err := jsonapi.TaskView(task)
+	// The HTTP API is for people and bridges: image credentials are only for cells.
+	view, err := jsonapi.TaskView(models.TaskWithoutImageCredentials(task))
 	if err != nil {
 		return err
 	}

@@ -116,6 +116,8 @@ func eventPayload(e *modelsv1.Event) (any, error) {
 	case *modelsv1.Event_TaskRemoved:
 		task, err := TaskView(p.TaskRemoved.GetTask())
 		return TaskPayload{Task: task}, err
+	case *modelsv1.Event_ExecStarted:
+		return execStartedPayload(p.ExecStarted), nil
 	case *modelsv1.Event_TaskChanged:
 		before, err := TaskView(p.TaskChanged.GetBefore())
 		if err != nil {
@@ -159,5 +161,29 @@ func crashPayload(c *modelsv1.ActualLRPCrashedEvent) ActualLRPCrashPayload {
 		CrashCount:   c.GetCrashCount(),
 		CrashReason:  c.GetCrashReason(),
 		Since:        c.GetSince(),
+	}
+}
+
+// ExecStartedPayload is an exec_started event: who ran what in which instance.
+type ExecStartedPayload struct {
+	ProcessGuid  string   `json:"process_guid"`
+	Index        int32    `json:"index"`
+	Domain       string   `json:"domain"`
+	InstanceGuid string   `json:"instance_guid"`
+	CellID       string   `json:"cell_id"`
+	User         string   `json:"user"`
+	Args         []string `json:"args"`
+	TTY          bool     `json:"tty"`
+}
+
+func execStartedPayload(e *modelsv1.ExecStartedEvent) ExecStartedPayload {
+	args := e.GetArgs()
+	if args == nil {
+		args = []string{}
+	}
+	return ExecStartedPayload{
+		ProcessGuid: e.GetActualLrpKey().GetProcessGuid(), Index: e.GetActualLrpKey().GetIndex(),
+		Domain: e.GetActualLrpKey().GetDomain(), InstanceGuid: e.GetActualLrpInstanceKey().GetInstanceGuid(),
+		CellID: e.GetActualLrpInstanceKey().GetCellId(), User: e.GetUser(), Args: args, TTY: e.GetTty(),
 	}
 }

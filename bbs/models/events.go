@@ -19,50 +19,62 @@ const (
 	EventTypeTaskCreated              = "task_created"
 	EventTypeTaskChanged              = "task_changed"
 	EventTypeTaskRemoved              = "task_removed"
+	// EventTypeExecStarted is drover's own: an operator ran a process in an instance.
+	EventTypeExecStarted = "exec_started"
 )
 
 // The event constructors below copy their arguments, so later changes to them do
 // not leak into the event, and leave sequence and created_at 0 for the store to set.
+// DesiredLRP and task events carry no image credentials (see credentials.go).
 
 // DesiredLRPCreatedEvent reports that lrp was desired.
 func DesiredLRPCreatedEvent(lrp *modelsv1.DesiredLRP) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_DesiredLrpCreated{
-		DesiredLrpCreated: &modelsv1.DesiredLRPCreatedEvent{DesiredLrp: proto.CloneOf(lrp)},
+		DesiredLrpCreated: &modelsv1.DesiredLRPCreatedEvent{DesiredLrp: DesiredLRPWithoutImageCredentials(lrp)},
 	}}
 }
 
 // DesiredLRPChangedEvent reports that a DesiredLRP was updated from before to after.
 func DesiredLRPChangedEvent(before, after *modelsv1.DesiredLRP) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_DesiredLrpChanged{
-		DesiredLrpChanged: &modelsv1.DesiredLRPChangedEvent{Before: proto.CloneOf(before), After: proto.CloneOf(after)},
+		DesiredLrpChanged: &modelsv1.DesiredLRPChangedEvent{Before: DesiredLRPWithoutImageCredentials(before), After: DesiredLRPWithoutImageCredentials(after)},
 	}}
 }
 
 // DesiredLRPRemovedEvent reports that lrp was removed.
 func DesiredLRPRemovedEvent(lrp *modelsv1.DesiredLRP) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_DesiredLrpRemoved{
-		DesiredLrpRemoved: &modelsv1.DesiredLRPRemovedEvent{DesiredLrp: proto.CloneOf(lrp)},
+		DesiredLrpRemoved: &modelsv1.DesiredLRPRemovedEvent{DesiredLrp: DesiredLRPWithoutImageCredentials(lrp)},
 	}}
 }
 
 // TaskCreatedEvent reports that task t was desired.
 func TaskCreatedEvent(t *modelsv1.Task) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_TaskCreated{
-		TaskCreated: &modelsv1.TaskCreatedEvent{Task: proto.CloneOf(t)},
+		TaskCreated: &modelsv1.TaskCreatedEvent{Task: TaskWithoutImageCredentials(t)},
 	}}
+}
+
+// ExecStartedEvent reports that user started args (with a terminal when tty) inside
+// the instance of key and instance.
+func ExecStartedEvent(key *modelsv1.ActualLRPKey, instance *modelsv1.ActualLRPInstanceKey, user string, args []string, tty bool) *modelsv1.Event {
+	return &modelsv1.Event{Payload: &modelsv1.Event_ExecStarted{ExecStarted: &modelsv1.ExecStartedEvent{
+		ActualLrpKey: proto.CloneOf(key), ActualLrpInstanceKey: proto.CloneOf(instance),
+		User: user, Args: slices.Clone(args), Tty: tty,
+	}}}
 }
 
 // TaskChangedEvent reports that a task changed from before to after.
 func TaskChangedEvent(before, after *modelsv1.Task) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_TaskChanged{
-		TaskChanged: &modelsv1.TaskChangedEvent{Before: proto.CloneOf(before), After: proto.CloneOf(after)},
+		TaskChanged: &modelsv1.TaskChangedEvent{Before: TaskWithoutImageCredentials(before), After: TaskWithoutImageCredentials(after)},
 	}}
 }
 
 // TaskRemovedEvent reports that task t was deleted.
 func TaskRemovedEvent(t *modelsv1.Task) *modelsv1.Event {
 	return &modelsv1.Event{Payload: &modelsv1.Event_TaskRemoved{
-		TaskRemoved: &modelsv1.TaskRemovedEvent{Task: proto.CloneOf(t)},
+		TaskRemoved: &modelsv1.TaskRemovedEvent{Task: TaskWithoutImageCredentials(t)},
 	}}
 }
 
@@ -227,6 +239,8 @@ func EventType(e *modelsv1.Event) string {
 		return EventTypeTaskChanged
 	case *modelsv1.Event_TaskRemoved:
 		return EventTypeTaskRemoved
+	case *modelsv1.Event_ExecStarted:
+		return EventTypeExecStarted
 	default:
 		return ""
 	}
@@ -247,6 +261,8 @@ func EventCellIDs(e *modelsv1.Event) []string {
 		cell = p.ActualLrpInstanceChanged.GetActualLrpInstanceKey().GetCellId()
 	case *modelsv1.Event_ActualLrpCrashed:
 		cell = p.ActualLrpCrashed.GetActualLrpInstanceKey().GetCellId()
+	case *modelsv1.Event_ExecStarted:
+		cell = p.ExecStarted.GetActualLrpInstanceKey().GetCellId()
 	}
 	if cell == "" {
 		return nil

@@ -105,6 +105,7 @@ func fullDesiredLRP(t testing.TB) *modelsv1.DesiredLRP {
 	lrp.CertificateProperties = &modelsv1.CertificateProperties{OrganizationalUnit: []string{"app:some-guid"}}
 	lrp.UpdateStrategy = modelsv1.UpdateStrategy_UPDATE_STRATEGY_RECREATE
 	lrp.CreatedAt = 1700000000000000000
+	lrp.AllowSsh = true
 	return lrp
 }
 

@@ -30,6 +30,8 @@ func FuzzValidateDesiredLRP(f *testing.F) {
 		`{"routes": {"cf-router": [{"port": 1e308}], "x": null}, "check_definition": {"checks": [{}]}}`,
 		`{"image_layers": [{"layer_type": "LAYER_TYPE_EXCLUSIVE"}], "volume_mounts": [{"shared": {}, "dedicated": {}}]}`,
 		`{"sidecars": [{}], "cached_dependencies": [{}], "log_rate_limit": {"bytes_per_second": "-9"}}`,
+		`{"rootfs": "docker://u:p@h:5000/a/b:c@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef#t"}`,
+		`{"rootfs": "docker:///a#b", "image_username": "u", "image_password": "p"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -51,7 +53,9 @@ func FuzzValidateDesiredLRP(f *testing.F) {
 		}
 		_ = models.RoutingInfo(lrp)
 		_ = models.LRPStartRequest(models.SchedulingInfo(lrp), []int32{0})
-		_ = models.DesiredLRPCreatedEvent(lrp)
+		if e := models.DesiredLRPCreatedEvent(lrp).GetDesiredLrpCreated().GetDesiredLrp(); e.GetImagePassword() != "" || e.GetImageUsername() != "" {
+			t.Fatalf("an event carries image credentials")
+		}
 
 		updated := models.ApplyDesiredLRPUpdate(lrp, &modelsv1.DesiredLRPUpdate{MetricTags: lrp.GetMetricTags(), ClearRoutes: true})
 		if updated.GetModificationTag().GetIndex() != lrp.GetModificationTag().GetIndex()+1 {

@@ -84,6 +84,8 @@ const (
 	// kept, in bytes: longer ones that cells report are cut (TruncateReason), and an
 	// operator's cordon or pause reason that is longer is refused.
 	MaxReasonLength = 1024
+	// MaxExecArgs bounds the arguments of a recorded exec (droverctl exec).
+	MaxExecArgs = 256
 
 	// MaxTaskResultLength is the longest task result a cell may report, in bytes: the
 	// rep reads the first 10 KiB of result_file, as Diego's does.

@@ -30,6 +30,9 @@ type violations struct {
 	// paths are the fields that broke a rule, so that the generic string bounds do not
 	// report a field again that a specific rule already refused.
 	paths map[string]bool
+	// imageUser is set while checking a container whose rootfs is a docker image: its
+	// run actions may leave user empty to run as the image's USER.
+	imageUser bool
 }
 
 // add records that the field at path breaks rule.

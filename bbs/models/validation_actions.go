@@ -97,10 +97,15 @@ func (v *violations) uploadAction(path string, u *modelsv1.UploadAction) {
 	v.identifier(field(path, "log_source"), u.GetLogSource())
 }
 
-// runAction validates a run: path, user and env names.
+// runAction validates a run: path, user and env names. The user may be empty only in
+// a container of a docker image (it then runs as the image's USER).
 func (v *violations) runAction(path string, r *modelsv1.RunAction) {
 	v.required(field(path, "path"), r.GetPath())
-	v.requiredIdentifier(field(path, "user"), r.GetUser())
+	if v.imageUser {
+		v.identifier(field(path, "user"), r.GetUser())
+	} else {
+		v.requiredIdentifier(field(path, "user"), r.GetUser())
+	}
 	v.env(field(path, "env"), r.GetEnv())
 	v.identifier(field(path, "log_source"), r.GetLogSource())
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"drover.dev/lib/dockerref"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -62,6 +63,7 @@ func specOfTaskDefinition(d *modelsv1.TaskDefinition) containerSpec {
 
 // containerSpec validates the shared part of a DesiredLRP or TaskDefinition at path p.
 func (v *violations) containerSpec(p string, s containerSpec) {
+	v.imageUser = dockerref.IsDocker(s.rootfs)
 	v.identifier(field(p, "log_guid"), s.logGUID)
 	v.identifier(field(p, "log_source"), s.logSource)
 	v.identifier(field(p, "metrics_guid"), s.metricsGUID)

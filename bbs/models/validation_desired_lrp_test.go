@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -65,7 +66,7 @@ func TestValidateDesiredLRPRules(t *testing.T) {
 		{"domain", func(l *modelsv1.DesiredLRP) { l.Domain = "" }, []string{"invalid field domain: required"}},
 		{"rootfs empty", func(l *modelsv1.DesiredLRP) { l.Rootfs = "" }, []string{"invalid field rootfs: required"}},
 		{"rootfs without scheme", func(l *modelsv1.DesiredLRP) { l.Rootfs = "cflinuxfs4" }, []string{"invalid field rootfs: must be a URL with a scheme"}},
-		{"rootfs unparsable", func(l *modelsv1.DesiredLRP) { l.Rootfs = "docker://[::1" }, []string{"invalid field rootfs: must be a URL"}},
+		{"rootfs unparsable", func(l *modelsv1.DesiredLRP) { l.Rootfs = "preloaded://[::1" }, []string{"invalid field rootfs: must be a URL"}},
 		{"negative numbers", func(l *modelsv1.DesiredLRP) {
 			l.Instances, l.MemoryMb, l.DiskMb, l.MaxPids = -1, -1, -1, -1
 		}, []string{"invalid field instances: must be >= 0", "invalid field memory_mb: must be >= 0", "invalid field disk_mb: must be >= 0", "invalid field max_pids: must be >= 0"}},
@@ -164,18 +165,21 @@ func TestValidateDesiredLRPRules(t *testing.T) {
 		{"nested deep", func(l *modelsv1.DesiredLRP) {
 			l.Setup = serial(runAction("/a"), &modelsv1.Action{Action: &modelsv1.Action_Run{Run: &modelsv1.RunAction{Path: "/b"}}})
 		}, []string{"invalid field setup.serial.actions[1].run.user: required"}},
-		{"egress protocol", egress(&modelsv1.EgressRule{Protocol: "sctp", Destinations: []string{"1.2.3.4"}}), []string{"invalid field egress_rules[0].protocol: must be one of tcp, udp, icmp, icmpv6, all"}},
+		{"egress protocol", egress(&modelsv1.EgressRule{Protocol: "sctp", Destinations: []string{"1.2.3.4"}}), []string{"invalid field egress_rules[0].protocol: must be one of tcp, udp, icmp, all"}},
+		{"egress icmpv6 refused", egress(&modelsv1.EgressRule{Protocol: "icmpv6", Destinations: []string{"::1"}}), []string{"invalid field egress_rules[0].protocol: must be one of tcp, udp, icmp, all"}},
 		{"egress tcp needs ports", egress(tcp(&modelsv1.EgressRule{})), []string{"invalid field egress_rules[0]: tcp and udp rules need exactly one of ports or port_range"}},
 		{"egress tcp not both", egress(tcp(&modelsv1.EgressRule{Ports: []uint32{80}, PortRange: &modelsv1.PortRange{Start: 1, End: 2}})), []string{"egress_rules[0]: tcp and udp rules need exactly one"}},
 		{"egress port values", egress(tcp(&modelsv1.EgressRule{Ports: []uint32{0, 70000}})), []string{"egress_rules[0].ports[0]: must be between 1 and 65535", "egress_rules[0].ports[1]: must be between 1 and 65535"}},
 		{"egress range order", egress(tcp(&modelsv1.EgressRule{PortRange: &modelsv1.PortRange{Start: 90, End: 80}})), []string{"egress_rules[0].port_range: start must be <= end"}},
 		{"egress range bounds", egress(tcp(&modelsv1.EgressRule{PortRange: &modelsv1.PortRange{Start: 0, End: 65536}})), []string{"egress_rules[0].port_range.start: must be between 1 and 65535", "egress_rules[0].port_range.end: must be between 1 and 65535"}},
 		{"egress icmp needs info", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}}), []string{"invalid field egress_rules[0].icmp_info: required for icmp"}},
-		{"egress icmp type range", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{Type: 256}}), []string{"egress_rules[0].icmp_info.type: must be between 0 and 255"}},
+		{"egress icmp type range", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{Type: proto.Int32(256), Code: proto.Int32(-1)}}), []string{"egress_rules[0].icmp_info.type: must be between 0 and 255", "egress_rules[0].icmp_info.code: must be between 0 and 255"}},
+		{"egress icmp type and code required", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{}}), []string{"egress_rules[0].icmp_info.type: required", "egress_rules[0].icmp_info.code: required"}},
+		{"egress icmp code required", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{Type: proto.Int32(8)}}), []string{"egress_rules[0].icmp_info.code: required"}},
 		{"egress icmp info on tcp", egress(tcp(&modelsv1.EgressRule{Ports: []uint32{80}, IcmpInfo: &modelsv1.ICMPInfo{}})), []string{"egress_rules[0].icmp_info: only allowed for icmp"}},
 		{"egress ports on icmp", egress(&modelsv1.EgressRule{Protocol: "all", Destinations: []string{"1.2.3.4"}, Ports: []uint32{80}, PortRange: &modelsv1.PortRange{Start: 1, End: 2}}), []string{"egress_rules[0].ports: only allowed for tcp and udp", "egress_rules[0].port_range: only allowed for tcp and udp"}},
 		{"egress log on udp", egress(&modelsv1.EgressRule{Protocol: "udp", Destinations: []string{"1.2.3.4"}, Ports: []uint32{53}, Log: true}), []string{"invalid field egress_rules[0].log: must not be true for udp"}},
-		{"egress log on icmp", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{}, Log: true}), []string{"egress_rules[0].log: must not be true for icmp"}},
+		{"egress log on icmp", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{Type: proto.Int32(0), Code: proto.Int32(0)}, Log: true}), []string{"egress_rules[0].log: must not be true for icmp"}},
 		{"egress no destination", egress(&modelsv1.EgressRule{Protocol: "all"}), []string{"invalid field egress_rules[0].destinations: must have at least one destination"}},
 		{"egress bad destinations", egress(&modelsv1.EgressRule{Protocol: "all", Destinations: []string{"1.2.3", "2.0.0.0-1.0.0.0", "1.2.3.4/33", "1.2.3.4-::1", "example.com"}}), []string{
 			"egress_rules[0].destinations[0]: must be an IP", "egress_rules[0].destinations[1]: must be an IP",
@@ -206,7 +210,12 @@ func TestValidateDesiredLRPAcceptsEdgeValues(t *testing.T) {
 		{"annotation at the limit", func(l *modelsv1.DesiredLRP) { l.Annotation = strings.Repeat("a", models.MaxAnnotationLength) }},
 		{"no metric tags", func(l *modelsv1.DesiredLRP) { l.MetricTags = nil }},
 		{"docker rootfs", func(l *modelsv1.DesiredLRP) { l.Rootfs = "docker://index.myregistry.gov/user/image#tag" }},
-		{"icmpv6 and ipv6 destinations", egress(&modelsv1.EgressRule{Protocol: "icmpv6", Destinations: []string{"::1", "fd00::/8", "fd00::1-fd00::9"}})},
+		{"docker rootfs runs as the image's user", func(l *modelsv1.DesiredLRP) {
+			l.Rootfs = "docker://index.myregistry.gov/user/image#tag"
+			l.Action = &modelsv1.Action{Action: &modelsv1.Action_Run{Run: &modelsv1.RunAction{Path: "/b"}}}
+		}},
+		{"ipv6 destinations", egress(&modelsv1.EgressRule{Protocol: "all", Destinations: []string{"::1", "fd00::/8", "fd00::1-fd00::9"}})},
+		{"icmp echo with type 0 code 0", egress(&modelsv1.EgressRule{Protocol: "icmp", Destinations: []string{"1.2.3.4"}, IcmpInfo: &modelsv1.ICMPInfo{Type: proto.Int32(0), Code: proto.Int32(0)}})},
 		{"upper-case checksum algorithm", func(l *modelsv1.DesiredLRP) { l.CachedDependencies[0].ChecksumAlgorithm = "SHA1" }},
 		{"no image credentials", func(l *modelsv1.DesiredLRP) { l.ImageUsername, l.ImagePassword = "", "" }},
 		{"start timeout has no upper bound", func(l *modelsv1.DesiredLRP) { l.StartTimeout = 1 << 31 }},

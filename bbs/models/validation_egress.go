@@ -9,17 +9,16 @@ import (
 
 // Egress rule protocols.
 const (
-	protocolTCP    = "tcp"
-	protocolUDP    = "udp"
-	protocolICMP   = "icmp"
-	protocolICMPv6 = "icmpv6"
-	protocolAll    = "all"
+	protocolTCP  = "tcp"
+	protocolUDP  = "udp"
+	protocolICMP = "icmp"
+	protocolAll  = "all"
 )
 
 // egressRule validates one egress rule as the LRP API describes it: ports for tcp
 // and udp, icmp_info for icmp, log only where the firewall can log, and at least
-// one destination that is an IP, a CIDR or an IP range. icmpv6 rules may carry
-// icmp_info (it selects ICMPv6 types) but do not need it.
+// one destination that is an IP, a CIDR or an IP range. icmp_info needs both its type
+// and its code (0-255 each).
 func (v *violations) egressRule(path string, r *modelsv1.EgressRule) {
 	if r == nil {
 		v.add(path, ruleRequired)
@@ -29,7 +28,7 @@ func (v *violations) egressRule(path string, r *modelsv1.EgressRule) {
 	switch proto {
 	case protocolTCP, protocolUDP:
 		v.egressPorts(path, r)
-	case protocolICMP, protocolICMPv6, protocolAll:
+	case protocolICMP, protocolAll:
 		if len(r.GetPorts()) > 0 {
 			v.add(field(path, "ports"), "only allowed for tcp and udp")
 		}
@@ -37,17 +36,18 @@ func (v *violations) egressRule(path string, r *modelsv1.EgressRule) {
 			v.add(field(path, "port_range"), "only allowed for tcp and udp")
 		}
 	default:
-		v.add(field(path, "protocol"), "must be one of tcp, udp, icmp, icmpv6, all")
+		v.add(field(path, "protocol"), "must be one of tcp, udp, icmp, all")
 	}
-	switch {
-	case proto == protocolICMP && r.GetIcmpInfo() == nil:
+	switch info := r.GetIcmpInfo(); {
+	case proto == protocolICMP && info == nil:
 		v.add(field(path, "icmp_info"), "required for icmp")
-	case proto != protocolICMP && proto != protocolICMPv6 && r.GetIcmpInfo() != nil:
+	case proto != protocolICMP && info != nil:
 		v.add(field(path, "icmp_info"), "only allowed for icmp")
-	case r.GetIcmpInfo() != nil && (r.GetIcmpInfo().GetType() < 0 || r.GetIcmpInfo().GetType() > 255):
-		v.add(field(path, "icmp_info.type"), "must be between 0 and 255")
+	case info != nil:
+		v.icmpField(field(path, "icmp_info.type"), info.Type)
+		v.icmpField(field(path, "icmp_info.code"), info.Code)
 	}
-	if r.GetLog() && (proto == protocolUDP || proto == protocolICMP || proto == protocolICMPv6) {
+	if r.GetLog() && (proto == protocolUDP || proto == protocolICMP) {
 		v.add(field(path, "log"), "must not be true for "+proto)
 	}
 	if len(r.GetDestinations()) == 0 {
@@ -57,6 +57,16 @@ func (v *violations) egressRule(path string, r *modelsv1.EgressRule) {
 		if !validDestination(d) {
 			v.add(item(field(path, "destinations"), i), "must be an IP, a CIDR or an IP range (a-b with a <= b)")
 		}
+	}
+}
+
+// icmpField checks that an ICMP type or code is given and between 0 and 255.
+func (v *violations) icmpField(path string, value *int32) {
+	switch {
+	case value == nil:
+		v.add(path, ruleRequired)
+	case *value < 0 || *value > 255:
+		v.add(path, "must be between 0 and 255")
 	}
 }
 

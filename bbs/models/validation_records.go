@@ -1,9 +1,11 @@
 package models
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 
+	"drover.dev/lib/dockerref"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -213,10 +215,18 @@ func orName(p, name string) string {
 }
 
 // rootfs checks that a rootfs is set and is a URL with a scheme
-// ("preloaded:cflinuxfs4", "docker:///cloudfoundry/cflinuxfs4").
+// ("preloaded:cflinuxfs4", "docker:///cloudfoundry/cflinuxfs4"), and that a docker:
+// rootfs is a docker image URL by lib/dockerref's rules (the rule broken is named).
 func (v *violations) rootfs(path, rootfs string) {
 	if rootfs == "" {
 		v.add(path, ruleRequired)
+		return
+	}
+	if dockerref.IsDocker(rootfs) {
+		var perr *dockerref.Error
+		if _, err := dockerref.Parse(rootfs); errors.As(err, &perr) {
+			v.add(path, "must be a docker image URL: "+perr.Rule)
+		}
 		return
 	}
 	if u, err := url.Parse(rootfs); err != nil || u.Scheme == "" {

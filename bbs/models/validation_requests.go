@@ -85,6 +85,13 @@ func (v *violations) request(req any) bool {
 		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
 	case *bbsv1.RemoveEvacuatingActualLRPRequest:
 		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+	case *bbsv1.RecordExecRequest:
+		v.placedInstance(r.GetActualLrpKey(), r.GetActualLrpInstanceKey())
+		v.maxLength("user", r.GetUser(), MaxIdentifierLength)
+		if len(r.GetArgs()) == 0 {
+			v.add("args", ruleRequired)
+		}
+		v.atMost("args", len(r.GetArgs()), MaxExecArgs)
 	case *bbsv1.FailActualLRPRequest:
 		v.actualLRPKey("actual_lrp_key", r.GetActualLrpKey(), true)
 		v.required("error_message", r.GetErrorMessage())

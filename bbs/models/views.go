@@ -68,6 +68,7 @@ func RunInfo(lrp *modelsv1.DesiredLRP) *modelsv1.DesiredLRPRunInfo {
 		LogRateLimit:                  c.GetLogRateLimit(),
 		CertificateProperties:         c.GetCertificateProperties(),
 		MetricTags:                    c.GetMetricTags(),
+		AllowSsh:                      c.GetAllowSsh(),
 	}
 }
 
@@ -137,11 +138,12 @@ func DesiredLRPFromViews(si *modelsv1.DesiredLRPSchedulingInfo, ri *modelsv1.Des
 		LogRateLimit:                  ri.GetLogRateLimit(),
 		CertificateProperties:         ri.GetCertificateProperties(),
 		CreatedAt:                     ri.GetCreatedAt(),
+		AllowSsh:                      ri.GetAllowSsh(),
 	}
 }
 
-// ApplyDesiredLRPUpdate returns a changed clone of lrp: instances, annotation and
-// image credentials when set in u; routes replaced when u.routes is non-empty or
+// ApplyDesiredLRPUpdate returns a changed clone of lrp: instances, annotation, image
+// credentials and allow_ssh when set in u; routes replaced when u.routes is non-empty or
 // u.clear_routes is set; metric_tags replaced when u.metric_tags is non-empty (a
 // source_id tag is then re-derived from metrics_guid as PrepareDesiredLRP does).
 // It always bumps modification_tag.index, as Diego does. lrp is not modified; a
@@ -164,6 +166,9 @@ func ApplyDesiredLRPUpdate(lrp *modelsv1.DesiredLRP, u *modelsv1.DesiredLRPUpdat
 		}
 		if u.ImagePassword != nil {
 			c.ImagePassword = u.GetImagePassword()
+		}
+		if u.AllowSsh != nil {
+			c.AllowSsh = u.GetAllowSsh()
 		}
 		if u.GetClearRoutes() || len(u.GetRoutes()) > 0 {
 			c.Routes = u.GetRoutes()

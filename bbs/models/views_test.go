@@ -100,6 +100,13 @@ func TestApplyDesiredLRPUpdate(t *testing.T) {
 			require.Equal(t, "p2", after.ImagePassword)
 			require.True(t, proto.Equal(&modelsv1.DesiredLRP{Routes: before.Routes}, &modelsv1.DesiredLRP{Routes: after.Routes}))
 		}},
+		{"allow_ssh switched off and nothing else", &modelsv1.DesiredLRPUpdate{AllowSsh: proto.Bool(false)}, func(t *testing.T, before, after *modelsv1.DesiredLRP) {
+			require.True(t, before.AllowSsh)
+			require.False(t, after.AllowSsh)
+			before.ModificationTag.Index++
+			before.AllowSsh = false
+			require.True(t, proto.Equal(before, after))
+		}},
 		{"routes replaced", &modelsv1.DesiredLRPUpdate{Routes: newRoutes}, func(t *testing.T, _, after *modelsv1.DesiredLRP) {
 			require.Len(t, after.Routes, 1)
 			require.Equal(t, "new", after.Routes["cf-router"].GetStringValue())

@@ -73,6 +73,14 @@ func (s *actualLRPService) FailActualLRP(ctx context.Context, req *bbsv1.FailAct
 	return &bbsv1.FailActualLRPResponse{}, nil
 }
 
+// RecordExec records that an operator started a process inside a running instance.
+func (s *actualLRPService) RecordExec(ctx context.Context, req *bbsv1.RecordExecRequest) (*bbsv1.RecordExecResponse, error) {
+	if err := s.dbFor(ctx).RecordExec(ctx, req.GetActualLrpKey(), req.GetActualLrpInstanceKey(), req.GetUser(), req.GetArgs(), req.GetTty()); err != nil {
+		return nil, err
+	}
+	return &bbsv1.RecordExecResponse{}, nil
+}
+
 // RemoveActualLRP deletes the ordinary row, matching the instance key if one is given.
 func (s *actualLRPService) RemoveActualLRP(ctx context.Context, req *bbsv1.RemoveActualLRPRequest) (*bbsv1.RemoveActualLRPResponse, error) {
 	if _, err := s.dbFor(ctx).RemoveActualLRP(ctx, req.GetProcessGuid(), req.GetIndex(), req.GetActualLrpInstanceKey()); err != nil {

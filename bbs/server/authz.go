@@ -64,6 +64,7 @@ func Policy() authz.Policy {
 		bbsv1.ActualLRPService_EvacuateStoppedActualLRP_FullMethodName:  cellToo(ownInstanceKey),
 		bbsv1.ActualLRPService_EvacuateCrashedActualLRP_FullMethodName:  cellToo(ownInstanceKey),
 		bbsv1.ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName: cellToo(ownInstanceKey),
+		bbsv1.ActualLRPService_RecordExec_FullMethodName:                cellToo(ownInstanceKey),
 
 		bbsv1.TaskService_DesireTask_FullMethodName:    ops,
 		bbsv1.TaskService_GetTask_FullMethodName:       cellToo(nil), // on its cell (store)

@@ -256,6 +256,14 @@ func bbsCases() []authzCase {
 			_, err := c.RemoveEvacuatingActualLRP(ctx, &bbsv1.RemoveEvacuatingActualLRPRequest{ActualLrpKey: w.key(w.far(), 1), ActualLrpInstanceKey: w.farKey(1)})
 			return err
 		}),
+		lrp("RecordExec of its own instance", bbsv1.ActualLRPService_RecordExec_FullMethodName, opsCell, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.RecordExec(ctx, &bbsv1.RecordExecRequest{ActualLrpKey: w.key(w.lrp(), 0), ActualLrpInstanceKey: w.ownKey(), User: "drover-client", Args: []string{"sh"}})
+			return err
+		}),
+		lrp("RecordExec of cell-2's instance", bbsv1.ActualLRPService_RecordExec_FullMethodName, ops, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.RecordExec(ctx, &bbsv1.RecordExecRequest{ActualLrpKey: w.key(w.far(), 1), ActualLrpInstanceKey: w.farKey(1), User: "drover-client", Args: []string{"sh"}})
+			return err
+		}),
 
 		// TaskService
 		lrp("DesireTask", bbsv1.TaskService_DesireTask_FullMethodName, ops, func(ctx context.Context, c *client.Client, w world) error {

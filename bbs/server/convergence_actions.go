@@ -48,7 +48,7 @@ func (s *convergenceService) ApplyLRPActions(ctx context.Context, req *bbsv1.App
 // auctionIndices sends one auction request for the given indices, with one start
 // request per process guid built from the current scheduling infos; indices of gone
 // DesiredLRPs are skipped. It returns how many indices it sent.
-func (s *convergenceService) auctionIndices(ctx context.Context, indices map[string][]int32) (int, error) {
+func (s *Server) auctionIndices(ctx context.Context, indices map[string][]int32) (int, error) {
 	if s.auctioneer == nil || len(indices) == 0 {
 		return 0, nil
 	}

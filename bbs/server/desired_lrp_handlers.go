@@ -51,22 +51,27 @@ func (s *desiredLRPService) RemoveDesiredLRP(ctx context.Context, req *bbsv1.Rem
 	return &bbsv1.RemoveDesiredLRPResponse{}, nil
 }
 
-// GetDesiredLRP fetches one LRP.
+// GetDesiredLRP fetches one LRP, with its image credentials only for a cell (see
+// mayReadImageCredentials).
 func (s *desiredLRPService) GetDesiredLRP(ctx context.Context, req *bbsv1.GetDesiredLRPRequest) (*bbsv1.GetDesiredLRPResponse, error) {
 	lrp, err := s.dbFor(ctx).GetDesiredLRP(ctx, req.GetProcessGuid())
 	if err != nil {
 		return nil, err
 	}
+	if !mayReadImageCredentials(ctx) {
+		lrp = models.DesiredLRPWithoutImageCredentials(lrp)
+	}
 	return &bbsv1.GetDesiredLRPResponse{DesiredLrp: lrp}, nil
 }
 
-// ListDesiredLRPs lists full LRPs.
+// ListDesiredLRPs lists full LRPs, without their image credentials (only a single
+// GetDesiredLRP, as a cell makes it, returns them).
 func (s *desiredLRPService) ListDesiredLRPs(ctx context.Context, req *bbsv1.ListDesiredLRPsRequest) (*bbsv1.ListDesiredLRPsResponse, error) {
 	lrps, err := s.dbFor(ctx).ListDesiredLRPs(ctx, store.DesiredLRPFilter{Domain: req.GetDomain(), ProcessGuids: req.GetProcessGuids()})
 	if err != nil {
 		return nil, err
 	}
-	return &bbsv1.ListDesiredLRPsResponse{DesiredLrps: lrps}, nil
+	return &bbsv1.ListDesiredLRPsResponse{DesiredLrps: models.DesiredLRPsWithoutImageCredentials(lrps)}, nil
 }
 
 // ListDesiredLRPSchedulingInfos lists the scheduling views.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"drover.dev/bbs/models"
 	"drover.dev/bbs/store"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -24,22 +25,27 @@ func (s *taskService) DesireTask(ctx context.Context, req *bbsv1.DesireTaskReque
 	return &bbsv1.DesireTaskResponse{}, nil
 }
 
-// GetTask fetches one task.
+// GetTask fetches one task, with its image credentials only for a cell (see
+// mayReadImageCredentials).
 func (s *taskService) GetTask(ctx context.Context, req *bbsv1.GetTaskRequest) (*bbsv1.GetTaskResponse, error) {
 	task, err := s.dbFor(ctx).GetTask(ctx, req.GetTaskGuid())
 	if err != nil {
 		return nil, err
 	}
+	if !mayReadImageCredentials(ctx) {
+		task = models.TaskWithoutImageCredentials(task)
+	}
 	return &bbsv1.GetTaskResponse{Task: task}, nil
 }
 
-// ListTasks lists tasks by domain and cell.
+// ListTasks lists tasks by domain and cell, without their image credentials (only a
+// single GetTask, as a cell makes it, returns them).
 func (s *taskService) ListTasks(ctx context.Context, req *bbsv1.ListTasksRequest) (*bbsv1.ListTasksResponse, error) {
 	tasks, err := s.dbFor(ctx).ListTasks(ctx, store.TaskFilter{Domain: req.GetDomain(), CellID: req.GetCellId()})
 	if err != nil {
 		return nil, err
 	}
-	return &bbsv1.ListTasksResponse{Tasks: tasks}, nil
+	return &bbsv1.ListTasksResponse{Tasks: models.TasksWithoutImageCredentials(tasks)}, nil
 }
 
 // StartTask moves a PENDING task to RUNNING on the cell.

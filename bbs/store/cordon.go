@@ -15,6 +15,10 @@ type CordonDB interface {
 	CordonCell(ctx context.Context, cellID, reason string) error
 	// UncordonCell lifts a cordon and says whether there was one.
 	UncordonCell(ctx context.Context, cellID string) (wasCordoned bool, error error)
+	// ListUnplaced returns the work an uncordoned cell may now take: up to limit
+	// ORDINARY UNCLAIMED instances that carry a placement error and up to limit PENDING
+	// tasks without a cell (with their definitions), oldest first.
+	ListUnplaced(ctx context.Context, limit int) ([]*modelsv1.ActualLRP, []*modelsv1.Task, error)
 }
 
 // cellWithCordonColumns are the columns scanCellWithCordon reads, from cells c left
@@ -49,6 +53,31 @@ func (p *Postgres) UncordonCell(ctx context.Context, cellID string) (bool, error
 		return err
 	})
 	return wasCordoned, err
+}
+
+// ListUnplaced lists the unplaced work (see CordonDB).
+func (p *Postgres) ListUnplaced(ctx context.Context, limit int) ([]*modelsv1.ActualLRP, []*modelsv1.Task, error) {
+	if limit <= 0 {
+		return nil, nil, invalidRequest("invalid limit %d: must be positive", limit)
+	}
+	if p.actor.IsCell() {
+		return nil, nil, nil // a cell reads only what is placed on it
+	}
+	lrps, err := queryAll(ctx, p.pool, scanActualLRP, `SELECT `+actualColumns+` FROM actual_lrps
+WHERE state = $1 AND presence = $2 AND placement_error <> ''
+ORDER BY since, process_guid, instance_index LIMIT $3`,
+		int16(modelsv1.ActualLRPState_ACTUAL_LRP_STATE_UNCLAIMED),
+		int16(modelsv1.ActualLRPPresence_ACTUAL_LRP_PRESENCE_ORDINARY), limit)
+	if err != nil {
+		return nil, nil, p.readError("list-unplaced-actual-lrps", err)
+	}
+	tasks, err := queryAll(ctx, p.pool, p.scanTask, `SELECT `+taskColumns+` FROM tasks
+WHERE state = $1 AND cell_id = '' ORDER BY created_at, guid LIMIT $2`,
+		int16(modelsv1.TaskState_TASK_STATE_PENDING), limit)
+	if err != nil {
+		return nil, nil, p.readError("list-unplaced-tasks", err)
+	}
+	return lrps, tasks, nil
 }
 
 // scanCellWithCordon reads cellWithCordonColumns: the stored presence with the cordon

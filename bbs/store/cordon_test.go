@@ -94,3 +94,45 @@ func TestCordonCell(t *testing.T) {
 		require.Empty(t, cell.GetCordonReason())
 	})
 }
+
+func TestListUnplaced(t *testing.T) {
+	t.Parallel()
+	s, clock := newStoreWithClock(t)
+	ctx := testContext(t)
+	_, err := s.DesireLRP(ctx, newDesiredLRP("app", 3))
+	require.NoError(t, err)
+	for _, index := range []int32{2, 0} {
+		clock.Advance(time.Second)
+		_, err = s.FailActualLRP(ctx, &modelsv1.ActualLRPKey{ProcessGuid: "app", Index: index, Domain: "cf-apps"}, "all compatible cells are cordoned: cell-1")
+		require.NoError(t, err)
+	}
+	_, err = s.DesireTask(ctx, "pending", "cf-tasks", newTaskDefinition())
+	require.NoError(t, err)
+	_, err = s.DesireTask(ctx, "running", "cf-tasks", newTaskDefinition())
+	require.NoError(t, err)
+	_, _, err = s.StartTask(ctx, "running", "cell-1")
+	require.NoError(t, err)
+
+	lrps, tasks, err := s.ListUnplaced(ctx, 10)
+	require.NoError(t, err)
+	var keys []int32
+	for _, a := range lrps {
+		require.Equal(t, "app", a.GetProcessGuid())
+		keys = append(keys, a.GetIndex())
+	}
+	require.ElementsMatch(t, []int32{0, 2}, keys, "UNCLAIMED with a placement error; index 1 is still in flight")
+	require.Len(t, tasks, 1)
+	require.Equal(t, "pending", tasks[0].GetTaskGuid())
+	require.NotNil(t, tasks[0].GetTaskDefinition(), "tasks come with their definitions")
+
+	lrps, tasks, err = s.ListUnplaced(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, lrps, 1)
+	require.Len(t, tasks, 1)
+	_, _, err = s.ListUnplaced(ctx, 0)
+	requireErrorType(t, err, models.ErrTypeInvalidRequest)
+	lrps, tasks, err = s.ForCell("cell-1").ListUnplaced(ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, lrps, "a cell reads only what is placed on it")
+	require.Empty(t, tasks)
+}

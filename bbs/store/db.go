@@ -120,6 +120,8 @@ type ActualLRPDB interface {
 	// RetireActualLRP, in one transaction, deletes the ORDINARY row of an index if it is
 	// unplaced, or returns it unchanged if it is CLAIMED or RUNNING, for its rep to stop.
 	RetireActualLRP(ctx context.Context, processGuid string, index int32) (toStop *modelsv1.ActualLRP, err error)
+	// RecordExec appends an exec_started event for the RUNNING instance ik of key's index.
+	RecordExec(ctx context.Context, key *modelsv1.ActualLRPKey, ik *modelsv1.ActualLRPInstanceKey, user string, args []string, tty bool) error
 }
 
 // TaskDB moves tasks through the task state machine of models.

@@ -102,6 +102,8 @@ func eventSubject(e *modelsv1.Event) string {
 		return e.GetTaskChanged().GetAfter().GetTaskGuid()
 	case e.GetTaskRemoved() != nil:
 		return e.GetTaskRemoved().GetTask().GetTaskGuid()
+	case e.GetExecStarted() != nil:
+		return e.GetExecStarted().GetActualLrpKey().GetProcessGuid()
 	}
 	return ""
 }

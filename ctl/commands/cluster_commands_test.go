@@ -26,7 +26,7 @@ func actualFixtures() []*modelsv1.ActualLRP {
 		{ProcessGuid: "api", Index: 0, Domain: "cf", State: running, CellId: "cell-1", InstanceGuid: "i-1",
 			NetInfo: &modelsv1.ActualLRPNetInfo{Address: "10.0.0.1", Ports: []*modelsv1.PortMapping{{ContainerPort: 8080, HostPort: 61000}}}},
 		{ProcessGuid: "web", Index: 0, Domain: "cf", State: running, CellId: "cell-1"},
-		{ProcessGuid: "web", Index: 2, Domain: "cf", State: modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CRASHED, CrashCount: 4},
+		{ProcessGuid: "web", Index: 2, Domain: "cf", State: modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CRASHED, CrashCount: 4, CrashReason: "out-of-memory"},
 		{ProcessGuid: "job", Index: 0, Domain: "batch", State: modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CLAIMED, CellId: "cell-2"},
 	}
 }
@@ -37,12 +37,12 @@ func TestActualLRPs(t *testing.T) {
 	res := run(t, ft.env, "actual-lrps")
 	require.Equal(t, commands.ExitOK, res.code, res.stderr)
 	require.Equal(t, [][]string{
-		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR"},
-		{"api", "0", "RUNNING", "cell-1", "10.0.0.1", "8080:61000", "0", "-", "-"},
-		{"job", "0", "CLAIMED", "cell-2", "-", "-", "0", "-", "-"},
-		{"web", "0", "RUNNING", "cell-1", "-", "-", "0", "-", "-"},
-		{"web", "1", "RUNNING", "cell-2", "-", "-", "0", "1m", "-"},
-		{"web", "2", "CRASHED", "-", "-", "-", "4", "-", "-"},
+		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR", "REASON"},
+		{"api", "0", "RUNNING", "cell-1", "10.0.0.1", "8080:61000", "0", "-", "-", "-"},
+		{"job", "0", "CLAIMED", "cell-2", "-", "-", "0", "-", "-", "-"},
+		{"web", "0", "RUNNING", "cell-1", "-", "-", "0", "-", "-", "-"},
+		{"web", "1", "RUNNING", "cell-2", "-", "-", "0", "1m", "-", "-"},
+		{"web", "2", "CRASHED", "-", "-", "-", "4", "-", "-", "out-of-memory"},
 	}, rowFields(res.stdout), "all three batches, sorted by guid and index")
 
 	res = run(t, ft.env, "actual-lrps", "--domain", "cf", "--cell", "cell-1", "--json")
@@ -67,7 +67,7 @@ func TestActualLRPs(t *testing.T) {
 
 	res = run(t, ft.env, "actual-lrps", "--guid", "none")
 	require.Equal(t, commands.ExitOK, res.code, res.stderr)
-	require.Equal(t, "PROCESS_GUID  INDEX  STATE  CELL  ADDRESS  PORTS  CRASHES  SINCE  PLACEMENT_ERROR\n", res.stdout)
+	require.Equal(t, "PROCESS_GUID  INDEX  STATE  CELL  ADDRESS  PORTS  CRASHES  SINCE  PLACEMENT_ERROR  REASON\n", res.stdout)
 	res = run(t, ft.env, "actual-lrps", "--guid", "none", "--json")
 	require.Equal(t, commands.ExitOK, res.code, res.stderr)
 	require.Empty(t, res.stdout, "no rows, no JSON lines")
@@ -136,8 +136,8 @@ func TestTasksCellsLocks(t *testing.T) {
 			args:    []string{"cells"},
 			wantReq: &bbsv1.ListCellsRequest{},
 			wantTable: [][]string{
-				{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES"},
-				{"cell-1", "z1", "10.0.0.1:1800", "4096", "8192", "100", "-", "-", "no", "in", "20s"},
+				{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES", "CORDON_REASON"},
+				{"cell-1", "z1", "10.0.0.1:1800", "4096", "8192", "100", "-", "-", "no", "in", "20s", "-"},
 			},
 			wantJSON: map[string]any{"cell_id": "cell-1", "rep_address": "10.0.0.1:1800", "cordoned": false},
 		},

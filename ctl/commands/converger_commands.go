@@ -40,10 +40,11 @@ func convergerPauseCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "pause [--reason TEXT]", Args: exactArgs(),
 		Short: "Pause the converger's destructive actions (maintenance)",
-		Long: "While paused the converger still creates missing instances and restarts crashed\n" +
-			"ones, but retires nothing and fails no task. The pause is stored in the BBS, so it\n" +
-			"holds for every converger and across restarts, until 'converger resume'.\n" +
-			"Prints the status after the change.",
+		Long: "While paused the converger still creates missing instances, restarts crashed ones,\n" +
+			"re-auctions stale ones, handles suspects and converges tasks; it only holds back\n" +
+			"retiring extra and orphaned instances and removing orphaned suspects. The pause is\n" +
+			"stored in the BBS, so it holds for every converger and across restarts, until\n" +
+			"'converger resume'. Prints the status after the change.",
 		Example: examples(`converger pause --reason "restoring desired state after incident 42"`),
 	}
 	reason := cmd.Flags().String("reason", "", "why convergence is paused, shown in the status (`TEXT`)")

@@ -28,6 +28,9 @@ func TestCellCordonUncordon(t *testing.T) {
 	require.Equal(t, "CORDONED", rows[0][8])
 	require.Equal(t, []string{"cell-1", "yes"}, []string{rows[1][0], rows[1][8]})
 	require.Equal(t, []string{"cell-2", "no"}, []string{rows[2][0], rows[2][8]})
+	require.Equal(t, "CORDON_REASON", rows[0][10])
+	require.Equal(t, []string{"disk", "replacement"}, rows[1][10:], "the cordon reason is in the table")
+	require.Equal(t, []string{"-"}, rows[2][10:])
 
 	res = run(t, ft.env, "cells", "--json")
 	require.Equal(t, commands.ExitOK, res.code, res.stderr)

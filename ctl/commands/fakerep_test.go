@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
@@ -24,6 +26,9 @@ type fakeRep struct {
 	state       *repv1.StateResponse
 	lines       []*repv1.LogLine
 	followLines []*repv1.LogLine
+	// previous are the kept lines of crashed instances, served for previous requests
+	// (NotFound when none matches).
+	previous []*repv1.LogLine
 
 	mu       sync.Mutex
 	requests []proto.Message
@@ -75,13 +80,20 @@ func (r *fakeRep) State(_ context.Context, req *repv1.StateRequest) (*repv1.Stat
 
 func (r *fakeRep) StreamLogs(req *repv1.StreamLogsRequest, stream grpc.ServerStreamingServer[repv1.StreamLogsResponse]) error {
 	r.record(req)
+	source := r.lines
+	if req.GetPrevious() {
+		source = r.previous
+	}
 	var kept []*repv1.LogLine
-	for _, l := range r.lines {
+	for _, l := range source {
 		if (req.GetTaskGuid() == "" || l.GetContainerGuid() == req.GetTaskGuid()) &&
 			(req.GetProcessGuid() == "" || l.GetProcessGuid() == req.GetProcessGuid()) &&
 			(req.Index == nil || l.GetIndex() == req.GetIndex()) {
 			kept = append(kept, l)
 		}
+	}
+	if req.GetPrevious() && len(kept) == 0 {
+		return status.Error(codes.NotFound, "no crashed instance kept")
 	}
 	if len(kept) > 0 {
 		if err := stream.Send(&repv1.StreamLogsResponse{Lines: kept}); err != nil {

@@ -21,19 +21,25 @@ import (
 
 func logsCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "logs [--index N] [--follow] GUID", GroupID: groupLRPs, Args: exactArgs("GUID"),
-		Short: "Print the output of an LRP's instances or of a task",
-		Long: "GUID is a process guid or a task guid. droverctl finds the cells of the LRP's\n" +
-			"actual LRPs (or the task's cell) in the BBS and streams the kept lines from\n" +
-			"each cell's rep, as \"TIME [SOURCE/INDEX] text\". Without --follow the lines of\n" +
-			"all cells are printed in time order; with --follow new lines follow as they\n" +
-			"are written, from all cells merged, until interrupted.",
-		Example: examples("logs my-app", "logs my-app --index 2 --follow", "logs my-task --json | jq -r .text"),
+		Use: "logs [--index N] [--follow | --previous] APP|GUID", GroupID: groupLRPs, Args: exactArgs("APP|GUID"),
+		Short: "Print the output of an LRP's or app's instances or of a task",
+		Long: "GUID is a process guid or a task guid; APP an app's name (its newest version).\n" +
+			"droverctl finds the cells of the LRP's actual LRPs (or the task's cell) in the\n" +
+			"BBS and streams the kept lines from each cell's rep, as \"TIME [SOURCE/INDEX] text\".\n" +
+			"Without --follow the lines of all cells are printed in time order; with --follow\n" +
+			"new lines follow as they are written, from all cells merged, until interrupted.\n" +
+			"--previous prints instead the last lines of the instances' crashed predecessors,\n" +
+			"which every cell's rep keeps for a while after a crash (200 lines, 10 minutes).",
+		Example: examples("logs my-app", "logs my-app --index 2 --follow", "logs my-app --previous", "logs my-task --json | jq -r .text"),
 	}
 	var index uint64Value
 	cmd.Flags().Var(&index, "index", "only the instance with this `N`")
 	follow := cmd.Flags().Bool("follow", false, "keep streaming new lines until interrupted")
+	previous := cmd.Flags().Bool("previous", false, "print the last lines of crashed instances instead")
 	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		if *follow && *previous {
+			return usagef("--previous cannot follow: a crashed instance writes no more lines")
+		}
 		req := &repv1.StreamLogsRequest{Follow: *follow}
 		if index.set {
 			if index.n > 1<<31-1 {
@@ -42,7 +48,16 @@ func logsCommand(ctl *cli) *cobra.Command {
 			i := int32(index.n)
 			req.Index = &i
 		}
-		cells, err := s.logCells(ctx, args[0], req)
+		target, err := s.resolveApp(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		guid := target.guids[0] // an app's newest version
+		if *previous {
+			req.ProcessGuid, req.Previous = guid, true
+			return s.previousLogs(ctx, req)
+		}
+		cells, err := s.logCells(ctx, guid, req)
 		if err != nil {
 			return err
 		}

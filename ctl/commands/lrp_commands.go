@@ -92,7 +92,7 @@ func desireCommand(ctl *cli) *cobra.Command {
 			if _, err := c.DesireLRP(ctx, &bbsv1.DesireLRPRequest{DesiredLrp: lrp}); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("desired LRP %s with %d instances", lrp.GetProcessGuid(), lrp.GetInstances()), nil
+			return fmt.Sprintf("desired LRP %s with %s", lrp.GetProcessGuid(), output.Count(int64(lrp.GetInstances()), "instance")), nil
 		})
 }
 
@@ -151,8 +151,9 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 
 func scaleCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "scale PROCESS_GUID INSTANCES", GroupID: groupLRPs, Args: exactArgs("PROCESS_GUID", "INSTANCES"),
-		Short:   "Change how many instances of an LRP should run",
+		Use: "scale APP INSTANCES", GroupID: groupLRPs, Args: exactArgs("APP", "INSTANCES"),
+		Short:   "Change how many instances of an LRP or app should run",
+		Long:    appArgHelp + "\nAn app with two versions (a push or restart replacing one) is refused.",
 		Example: examples("scale my-app 5", "scale my-app 0"),
 	}
 	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
@@ -161,8 +162,16 @@ func scaleCommand(ctl *cli) *cobra.Command {
 			return usagef("INSTANCES must be a non-negative integer, not %q", args[1])
 		}
 		instances := int32(n)
-		return updateDesiredLRP(ctx, s, args[0], &modelsv1.DesiredLRPUpdate{Instances: &instances},
-			fmt.Sprintf("scaled %s to %d instances", args[0], n))
+		target, err := s.resolveApp(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		guid, err := target.single()
+		if err != nil {
+			return err
+		}
+		return updateDesiredLRP(ctx, s, guid, &modelsv1.DesiredLRPUpdate{Instances: &instances},
+			fmt.Sprintf("scaled %s to %s", target.describe(), output.Count(int64(n), "instance")))
 	})
 	return cmd
 }
@@ -182,20 +191,36 @@ func updateDesiredLRP(ctx context.Context, s *session, guid string, update *mode
 
 func deleteCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "delete PROCESS_GUID", GroupID: groupLRPs, Args: exactArgs("PROCESS_GUID"),
-		Short:   "Remove a desired LRP and stop its instances",
+		Use: "delete APP", GroupID: groupLRPs, Args: exactArgs("APP"),
+		Short:   "Remove a desired LRP, or every version of an app, and stop its instances",
+		Long:    appArgHelp,
 		Example: examples("delete my-app"),
 	}
 	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
-		c, callCtx, cancel, err := s.begin(ctx)
-		defer cancel()
+		target, err := s.resolveApp(ctx, args[0])
 		if err != nil {
 			return err
 		}
-		if _, err := c.RemoveDesiredLRP(callCtx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: args[0]}); err != nil {
-			return err
+		for _, guid := range target.guids {
+			if err := removeDesiredLRP(ctx, s, guid); err != nil {
+				return err
+			}
+			if err := s.confirm("removed desired LRP %s", guid); err != nil {
+				return err
+			}
 		}
-		return s.confirm("removed desired LRP %s", args[0])
+		return nil
 	})
 	return cmd
+}
+
+// removeDesiredLRP removes one desired LRP, bounded by --timeout.
+func removeDesiredLRP(ctx context.Context, s *session, guid string) error {
+	c, callCtx, cancel, err := s.begin(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	_, err = c.RemoveDesiredLRP(callCtx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: guid})
+	return err
 }

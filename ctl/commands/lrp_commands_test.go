@@ -96,9 +96,9 @@ func TestDesiredLRP(t *testing.T) {
 	require.Contains(t, lines(details), "process_guid:    web")
 	require.Contains(t, lines(details), "instances:       2")
 	require.Equal(t, [][]string{
-		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR"},
-		{"web", "0", "RUNNING", "cell-1", "-", "-", "0", "-", "-"},
-		{"web", "1", "UNCLAIMED", "-", "-", "-", "0", "-", "no", "cell", "has", "256", "MB", "free"},
+		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR", "REASON"},
+		{"web", "0", "RUNNING", "cell-1", "-", "-", "0", "-", "-", "-"},
+		{"web", "1", "UNCLAIMED", "-", "-", "-", "0", "-", "no", "cell", "has", "256", "MB", "free", "-"},
 	}, rowFields(instances))
 	require.True(t, proto.Equal(&bbsv1.ListActualLRPsRequest{ProcessGuid: "web"}, ft.bbs.lastRequest(t)))
 

@@ -43,7 +43,9 @@ const pushDetails = "Does what Cloud Controller does for 'cf push': lists DIR's 
 	"progress until every instance is RUNNING; a crash or --timeout (default 3m here)\n" +
 	"removes the new LRP (each BBS call is bounded by 10s or less). Older versions of\n" +
 	"the app are unrouted and removed only after the new one runs and the route-emitter\n" +
-	"routes it. The staging task is always deleted. Progress goes to stdout as text.\n\n" +
+	"routes it. The staging task is always deleted. Progress goes to stdout as text.\n" +
+	"Without --instances, a re-push keeps the instance count (and allow_ssh) of the\n" +
+	"app's running version, as cf push does; a first push runs 1.\n\n" +
 	"The fileserver is --fileserver (env " + EnvFileserverURL + ", default " + DefaultFileserverURL + "),\n" +
 	"its signing key --fileserver-key (env " + EnvFileserverKey + ", default .drover/" + fileserverKeyPath + ").\n" +
 	"The domain defaults to $" + EnvAppsDomain + ", else " + DefaultAppsDomain + ". --push-timeout bounds\n" +
@@ -51,11 +53,12 @@ const pushDetails = "Does what Cloud Controller does for 'cf push': lists DIR's 
 
 func pushCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
-		Use: "push --name NAME [flags] DIR", GroupID: groupApps, Args: exactArgs("DIR"),
+		Use: "push --name NAME [flags] (DIR | --docker-image REF)", GroupID: groupApps,
 		Short: "Upload, stage and run an app, replacing its older version without downtime",
-		Long:  pushDetails,
+		Long:  pushDetails + pushDockerDetails,
 		Example: examples(
 			"push examples/static-site --name hello",
+			"push --name web --docker-image 127.0.0.1:5000/drover/web:v1 --insecure-registry -i 2",
 			"push examples/shell-app --name worker --instances 2 --memory 128M",
 			"push . --name hello --domain apps.internal --wait=false",
 		),
@@ -65,8 +68,8 @@ func pushCommand(ctl *cli) *cobra.Command {
 	}
 	name := cmd.Flags().String("name", "", "the app's `NAME` (a DNS label; required)")
 	stack := cmd.Flags().String("stack", "busybox", "the `STACK` to stage and run on (rootfs preloaded:STACK)")
-	instances := cmd.Flags().Int("instances", 1, "how many instances to run (`N`)")
-	memory := cmd.Flags().String("memory", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
+	instances := cmd.Flags().IntP("instances", "i", 1, "how many instances to run (`N`; a re-push without it keeps the running count)")
+	memory := cmd.Flags().StringP("memory", "m", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
 	disk := cmd.Flags().String("disk", "256M", "disk limit per instance: a `SIZE` in MB (256M, 1G)")
 	domain := cmd.Flags().String("domain", "", "route the app at NAME.`DOMAIN` (env "+EnvAppsDomain+"; default "+DefaultAppsDomain+")")
 	wait := cmd.Flags().Bool("wait", true, "wait until every instance is RUNNING (false only when no other version runs)")
@@ -75,7 +78,12 @@ func pushCommand(ctl *cli) *cobra.Command {
 	routeEmitter := cmd.Flags().String("route-emitter", "", "route-emitter gRPC address `HOST:PORT` (env "+EnvRouteEmitterAddress+")")
 	var pushTimeout time.Duration = DefaultPushTimeout
 	cmd.Flags().Var(&durationValue{d: &pushTimeout}, "push-timeout", "bounds the whole push: a `DURATION`")
+	docker := addDockerPushFlags(cmd.Flags())
+	cmd.Args = pushArgs(docker)
 	cmd.RunE = ctl.run(func(ctx context.Context, s *session, args []string) error {
+		if err := docker.check(cmd); err != nil {
+			return err
+		}
 		app, err := pushApp(s, *name, *stack, *instances, *memory, *disk, *domain)
 		if err != nil {
 			return err
@@ -88,13 +96,17 @@ func pushCommand(ctl *cli) *cobra.Command {
 			startWait = DefaultPushStartWait
 		}
 		s.opts.timeout = min(s.opts.timeout, DefaultTimeout)
+		if docker.image != "" {
+			return docker.dockerPush(ctx, s, app, *wait, !cmd.Flags().Changed("instances"), startWait, pushTimeout, *routeEmitter)
+		}
 		blobs, err := s.fileserver(*fileserver, *keyFile)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 		defer cancel()
-		_, err = push.Push(ctx, push.Options{Dir: args[0], App: app, Wait: *wait, StartTimeout: startWait}, push.Deps{
+		opts := push.Options{Dir: args[0], App: app, Wait: *wait, StartTimeout: startWait, KeepInstances: !cmd.Flags().Changed("instances")}
+		_, err = push.Push(ctx, opts, push.Deps{
 			BBS:       pushBBS{s: s},
 			Blobstore: blobs,
 			Logs:      pushLogs{s: s},

@@ -80,9 +80,10 @@ func (c *cli) newRoot() *cobra.Command {
 		&cobra.Group{ID: groupOps, Title: "Convergence, cordons and evacuation:"},
 	)
 	root.AddCommand(
-		pushCommand(c),
+		pushCommand(c), appsCommand(c), appCommand(c), restartCommand(c),
 		desiredLRPsCommand(c), desiredLRPCommand(c), desireCommand(c), scaleCommand(c), deleteCommand(c),
 		actualLRPsCommand(c), killCommand(c), logsCommand(c), routesCommand(c),
+		execCommand(c), enableSSHCommand(c, true), enableSSHCommand(c, false),
 		tasksCommand(c),
 		family("task", groupCluster, "Show, cancel, delete or desire one task",
 			taskShowCommand(c), taskCancelCommand(c), taskDeleteCommand(c), taskDesireCommand(c)),

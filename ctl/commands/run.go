@@ -89,7 +89,10 @@ func (c *cli) report(ctx context.Context, cmdName string, err error) int {
 		return ExitOK
 	}
 	var usage *usageError
+	var exit *exitStatusError
 	switch {
+	case errors.As(err, &exit):
+		return exit.code // the remote command's status (exec); it said what it had to
 	case errors.As(err, &usage):
 		return reportUsage(c.stderr, cmdName, usage.msg)
 	case c.session == nil:

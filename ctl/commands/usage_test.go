@@ -24,7 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		{"help for an unknown command", []string{"help", "bogus"}, `unknown command "bogus"`},
 		{"unknown global flag", []string{"--bogus", "domains"}, "flag provided but not defined: -bogus"},
 		{"unknown command flag", []string{"domains", "--domain", "x"}, "flag provided but not defined: -domain"},
-		{"too few arguments", []string{"scale", "app"}, "scale takes 2 arguments: PROCESS_GUID INSTANCES"},
+		{"too few arguments", []string{"scale", "app"}, "scale takes 2 arguments: APP INSTANCES"},
 		{"too many arguments", []string{"domains", "extra"}, "domains takes no arguments"},
 		{"negative instances look like a flag", []string{"scale", "app", "-1"}, "flag provided but not defined: -1"},
 		{"negative instances after --", []string{"scale", "app", "--", "-1"}, `INSTANCES must be a non-negative integer, not "-1"`},
@@ -40,7 +40,7 @@ func TestUsageErrors(t *testing.T) {
 		{"ttl with fractions of a second", []string{"set-domain", "d", "--ttl", "1500ms"}, "not a whole number of seconds"},
 		{"ttl negative", []string{"set-domain", "d", "--ttl", "-5s"}, "is negative"},
 		{"ttl nonsense", []string{"set-domain", "d", "--ttl", "soon"}, "neither a duration"},
-		{"logs without a guid", []string{"logs"}, "logs takes 1 argument: GUID"},
+		{"logs without a guid", []string{"logs"}, "logs takes 1 argument: APP|GUID"},
 		{"logs index not a number", []string{"logs", "app", "--index", "x"}, "invalid value"},
 		{"logs index too large", []string{"logs", "app", "--index", "2147483648"}, "--index 2147483648 is too large"},
 		{"cell-states takes no arguments", []string{"cell-states", "cell-1"}, "cell-states takes no arguments"},
@@ -80,7 +80,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestUsageErrorsPointToHelp(t *testing.T) {
 	res := run(t, commands.Env{}, "scale", "app")
-	require.Equal(t, "droverctl: scale takes 2 arguments: PROCESS_GUID INSTANCES\nRun 'droverctl scale -h' for usage.\n", res.stderr)
+	require.Equal(t, "droverctl: scale takes 2 arguments: APP INSTANCES\nRun 'droverctl scale -h' for usage.\n", res.stderr)
 
 	res = run(t, commands.Env{}, "bogus")
 	require.Equal(t, "droverctl: unknown command \"bogus\"\nRun 'droverctl help' for usage.\n", res.stderr)

@@ -37,9 +37,9 @@ func TaskTable(tasks []*modelsv1.Task, now time.Time) *Table {
 }
 
 // CellTable lists live cells with their capacity, what they can run and whether an
-// operator cordoned them.
+// operator cordoned them, and why.
 func CellTable(cells []*modelsv1.CellPresence, now time.Time) *Table {
-	t := NewTable("CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES")
+	t := NewTable("CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES", "CORDON_REASON")
 	for _, c := range cells {
 		t.Add(
 			c.GetCellId(),
@@ -52,6 +52,7 @@ func CellTable(cells []*modelsv1.CellPresence, now time.Time) *Table {
 			placementTags(c),
 			YesNo(c.GetCordoned()),
 			Remaining(c.GetExpiresAt(), now),
+			c.GetCordonReason(),
 		)
 	}
 	return t

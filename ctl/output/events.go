@@ -53,6 +53,15 @@ func EventSummary(e *modelsv1.Event) string {
 		)
 	case e.GetTaskRemoved() != nil:
 		return e.GetTaskRemoved().GetTask().GetTaskGuid()
+	case e.GetExecStarted() != nil:
+		x := e.GetExecStarted()
+		return fields(
+			instanceName(x.GetActualLrpKey().GetProcessGuid(), x.GetActualLrpKey().GetIndex()),
+			kv("cell", x.GetActualLrpInstanceKey().GetCellId()),
+			kv("user", quoted(x.GetUser())),
+			kv("args", quoted(strings.Join(x.GetArgs(), " "))),
+			map[bool]string{true: "tty"}[x.GetTty()],
+		)
 	default:
 		return ""
 	}

@@ -23,9 +23,10 @@ func SortActualLRPs(lrps []*modelsv1.ActualLRP) {
 	})
 }
 
-// ActualLRPTable lists instances with where they run and why they are not running.
+// ActualLRPTable lists instances with where they run and why they are not running:
+// the placement error of an unplaced one and the reason of the last crash.
 func ActualLRPTable(lrps []*modelsv1.ActualLRP, now time.Time) *Table {
-	t := NewTable("PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR")
+	t := NewTable("PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR", "REASON")
 	for _, a := range lrps {
 		t.Add(
 			a.GetProcessGuid(),
@@ -37,6 +38,7 @@ func ActualLRPTable(lrps []*modelsv1.ActualLRP, now time.Time) *Table {
 			Int(a.GetCrashCount()),
 			Age(a.GetSince(), now),
 			a.GetPlacementError(),
+			a.GetCrashReason(),
 		)
 	}
 	return t

@@ -49,7 +49,7 @@ func TestActualLRPTable(t *testing.T) {
 			NetInfo: &modelsv1.ActualLRPNetInfo{Address: "10.0.0.2", Ports: []*modelsv1.PortMapping{
 				{ContainerPort: 8080, HostPort: 61001}, {ContainerPort: 2222, HostPort: 61002},
 			}},
-			CrashCount: 2, Since: nanosAgo(90 * time.Second),
+			CrashCount: 2, CrashReason: "APP/PROC/WEB: Exited with status 1", Since: nanosAgo(90 * time.Second),
 		},
 		{
 			ProcessGuid: "web", Index: 0, State: modelsv1.ActualLRPState_ACTUAL_LRP_STATE_CLAIMED,
@@ -61,11 +61,11 @@ func TestActualLRPTable(t *testing.T) {
 	output.SortActualLRPs(lrps)
 	rows := fieldsOf(t, output.ActualLRPTable(lrps, testNow))
 	require.Equal(t, [][]string{
-		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR"},
-		{"api", "0", "CRASHED", "-", "-", "-", "0", "-", "-"},
-		{"web", "0", "CLAIMED", "cell-1", "-", "-", "0", "3s", "-"},
-		{"web", "0", "RUNNING", "(EVACUATING)", "cell-2", "10.0.0.2", "8080:61001,2222:61002", "2", "1m30s", "-"},
-		{"web", "1", "UNCLAIMED", "-", "-", "-", "0", "2m", "insufficient", "resources:", "memory"},
+		{"PROCESS_GUID", "INDEX", "STATE", "CELL", "ADDRESS", "PORTS", "CRASHES", "SINCE", "PLACEMENT_ERROR", "REASON"},
+		{"api", "0", "CRASHED", "-", "-", "-", "0", "-", "-", "-"},
+		{"web", "0", "CLAIMED", "cell-1", "-", "-", "0", "3s", "-", "-"},
+		{"web", "0", "RUNNING", "(EVACUATING)", "cell-2", "10.0.0.2", "8080:61001,2222:61002", "2", "1m30s", "-", "APP/PROC/WEB:", "Exited", "with", "status", "1"},
+		{"web", "1", "UNCLAIMED", "-", "-", "-", "0", "2m", "insufficient", "resources:", "memory", "-"},
 	}, rows)
 }
 
@@ -113,15 +113,17 @@ func TestClusterTables(t *testing.T) {
 		ExpiresAt: testNow.Add(30 * time.Second).UnixNano(),
 	}}
 	require.Equal(t, [][]string{
-		{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES"},
-		{"cell-1", "z1", "10.0.0.1:1800", "8192", "20000", "250", "preloaded:cflinuxfs4,preloaded:cflinuxfs3,docker", "gpu,ssd?", "no", "in", "30s"},
+		{"CELL_ID", "ZONE", "REP_ADDRESS", "MEMORY_MB", "DISK_MB", "CONTAINERS", "ROOTFS", "PLACEMENT_TAGS", "CORDONED", "EXPIRES", "CORDON_REASON"},
+		{"cell-1", "z1", "10.0.0.1:1800", "8192", "20000", "250", "preloaded:cflinuxfs4,preloaded:cflinuxfs3,docker", "gpu,ssd?", "no", "in", "30s", "-"},
 	}, fieldsOf(t, output.CellTable(cells, testNow)))
-	cells[0].Cordoned, cells[0].CordonReason = true, "disk"
-	require.Equal(t, "yes", fieldsOf(t, output.CellTable(cells, testNow))[1][8])
+	cells[0].Cordoned, cells[0].CordonReason = true, "disk repair"
+	cordoned := fieldsOf(t, output.CellTable(cells, testNow))[1]
+	require.Equal(t, "yes", cordoned[8])
+	require.Equal(t, []string{"disk", "repair"}, cordoned[11:], "the cordon reason is in the table")
 	cellView := output.CellView(cells[0])
 	require.Equal(t, "cell-1", cellView.CellID)
 	require.True(t, cellView.Cordoned)
-	require.Equal(t, "disk", cellView.CordonReason)
+	require.Equal(t, "disk repair", cellView.CordonReason)
 
 	locks := []*modelsv1.Lock{{Key: "auctioneer", Owner: "a-1", ExpiresAt: nanosAgo(time.Second)}}
 	require.Equal(t, [][]string{

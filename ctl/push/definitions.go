@@ -130,6 +130,12 @@ type LRPAnnotation struct {
 	Version       string `json:"version"`
 	PackageSHA256 string `json:"package_sha256"`
 	DropletKey    string `json:"droplet_key"`
+	// DockerImage is the pinned image (docker://HOST/REPO@sha256:...) of a docker push;
+	// docker apps have no package and no droplet.
+	DockerImage string `json:"docker_image,omitempty"`
+	// PushedAt is when the push that desired the LRP ran (RFC 3339, UTC); a restart
+	// keeps it.
+	PushedAt string `json:"pushed_at,omitempty"`
 }
 
 // Droplet is a staged droplet blob.
@@ -176,10 +182,13 @@ func DesiredLRP(app App, staged StagingResult, droplet Droplet) *modelsv1.Desire
 }
 
 // Routes is the routes field routing hostname to the app port on cf-router.
-func Routes(hostname string) map[string]*structpb.Value {
+func Routes(hostname string) map[string]*structpb.Value { return RoutesToPort(hostname, AppPort) }
+
+// RoutesToPort is the routes field routing hostname to port on cf-router.
+func RoutesToPort(hostname string, port uint32) map[string]*structpb.Value {
 	route := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 		"hostnames": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewStringValue(hostname)}}),
-		"port":      structpb.NewNumberValue(AppPort),
+		"port":      structpb.NewNumberValue(float64(port)),
 	}})
 	return map[string]*structpb.Value{RouterName: structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{route}})}
 }

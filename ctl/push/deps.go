@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"drover.dev/lib/dockerref"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
@@ -48,6 +49,11 @@ type Logs interface {
 	FollowInstance(ctx context.Context, processGUID string, index int32, cellID string, emit func([]*repv1.LogLine)) error
 }
 
+// ImageReader reads an image's digest and config from its registry (RegistryClient).
+type ImageReader interface {
+	Image(ctx context.Context, ref dockerref.Ref, creds Credentials) (Image, error)
+}
+
 // RouteLister asks the route-emitter which endpoints it registers.
 type RouteLister interface {
 	ListRoutes(ctx context.Context, processGUID string) ([]*routeemitterv1.Route, error)
@@ -62,6 +68,8 @@ type Deps struct {
 	Routes RouteLister
 	// ScanDir lists the app's files.
 	ScanDir func(dir string) ([]Resource, error)
+	// Images reads images from registries (docker pushes only).
+	Images ImageReader
 	// Out receives progress lines.
 	Out io.Writer
 	// Random feeds the staging task guid; nil means crypto/rand.

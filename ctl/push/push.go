@@ -23,6 +23,9 @@ type Options struct {
 	Wait bool
 	// StartTimeout bounds the wait for the instances and for the routers.
 	StartTimeout time.Duration
+	// KeepInstances makes App.Instances only the count of a first push: when a version
+	// of the app is desired, the new one runs as many instances (cf push without -i).
+	KeepInstances bool
 }
 
 // Result is what a push did.
@@ -74,9 +77,14 @@ func (p *pusher) push(ctx context.Context, opts Options) (Result, error) {
 	res := Result{App: app, ProcessGUID: app.ProcessGUID(), Package: pkg, URL: "http://" + app.Hostname()}
 	p.out.printf("Version %s of %s (process guid %s)", app.Version(), app.Name, res.ProcessGUID)
 
-	existing, olds, err := p.versions(ctx, app)
+	existing, olds, current, err := p.versions(ctx, app)
 	if err != nil {
 		return res, err
+	}
+	if opts.KeepInstances && current != nil && current.GetInstances() != app.Instances {
+		app.Instances = current.GetInstances()
+		res.App = app
+		p.out.printf("Keeping the %s of %s", output.Count(int64(app.Instances), "instance"), current.GetProcessGuid())
 	}
 	if !opts.Wait && len(olds) > 0 {
 		return res, fmt.Errorf("--wait=false is refused: another version of %s runs (%s) and is replaced only after the new one is running", app.Name, strings.Join(olds, ", "))
@@ -91,12 +99,12 @@ func (p *pusher) push(ctx context.Context, opts Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		if err := p.desire(ctx, app, staged); err != nil {
+		if err := p.desire(ctx, app, staged, current.GetAllowSsh()); err != nil {
 			return res, err
 		}
 	}
 	if !opts.Wait {
-		p.out.printf("Desired %d instances of %s; not waiting", app.Instances, res.ProcessGUID)
+		p.out.printf("Desired %s of %s; not waiting", output.Count(int64(app.Instances), "instance"), res.ProcessGUID)
 		return res, nil
 	}
 	if err := p.waitRunning(ctx, res.ProcessGUID, app.Instances, opts.StartTimeout); err != nil {
@@ -105,7 +113,7 @@ func (p *pusher) push(ctx context.Context, opts Options) (Result, error) {
 		}
 		return res, err
 	}
-	if res.Removed, err = p.rollout(ctx, app, olds, opts.StartTimeout); err != nil {
+	if res.Removed, err = p.rollout(ctx, res.ProcessGUID, olds, opts.StartTimeout); err != nil {
 		return res, err
 	}
 	p.out.printf("Routed at %s", res.URL)
@@ -135,24 +143,30 @@ func (p *pusher) upload(ctx context.Context, dir string) (Package, error) {
 	return pkg, nil
 }
 
-// versions finds this version's LRP, if any, and the process guids of other versions.
-func (p *pusher) versions(ctx context.Context, app App) (*modelsv1.DesiredLRP, []string, error) {
+// versions finds this version's LRP, if any, the process guids of other versions, and
+// the current version whose settings a re-push carries over (CurrentVersion).
+func (p *pusher) versions(ctx context.Context, app App) (*modelsv1.DesiredLRP, []string, *modelsv1.DesiredLRP, error) {
+	return p.versionsOf(ctx, app.GUID(), app.ProcessGUID())
+}
+
+// versionsOf is versions for the app appGUID and its version processGUID.
+func (p *pusher) versionsOf(ctx context.Context, appGUID, processGUID string) (*modelsv1.DesiredLRP, []string, *modelsv1.DesiredLRP, error) {
 	lrps, err := p.BBS.DesiredLRPs(ctx, AppsDomain)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var existing *modelsv1.DesiredLRP
 	var olds []string
 	for _, lrp := range lrps {
 		guid := lrp.GetProcessGuid()
 		switch {
-		case guid == app.ProcessGUID():
+		case guid == processGUID:
 			existing = lrp
-		case IsVersionOf(guid, app.GUID()):
+		case IsVersionOf(guid, appGUID):
 			olds = append(olds, guid)
 		}
 	}
-	return existing, olds, nil
+	return existing, olds, CurrentVersion(lrps, appGUID, processGUID), nil
 }
 
 // IsVersionOf reports whether processGUID is "<appGUID>-<8 hex>".
@@ -164,21 +178,24 @@ func IsVersionOf(processGUID, appGUID string) bool {
 // rescale sets the existing LRP's instances when they differ.
 func (p *pusher) rescale(ctx context.Context, lrp *modelsv1.DesiredLRP, instances int32) error {
 	if lrp.GetInstances() == instances {
-		p.out.printf("This version is already desired with %d instances: nothing to stage", instances)
+		p.out.printf("This version is already desired with %s: nothing to stage", output.Count(int64(instances), "instance"))
 		return nil
 	}
 	p.out.printf("This version is already desired: scaling from %d to %d instances", lrp.GetInstances(), instances)
 	return p.BBS.UpdateDesiredLRP(ctx, lrp.GetProcessGuid(), &modelsv1.DesiredLRPUpdate{Instances: &instances})
 }
 
-// desire looks up the droplet's checksum and desires the new LRP.
-func (p *pusher) desire(ctx context.Context, app App, staged StagingResult) error {
+// desire looks up the droplet's checksum and desires the new LRP, stamped with the
+// push time and allowing SSH when the running version did.
+func (p *pusher) desire(ctx context.Context, app App, staged StagingResult, allowSSH bool) error {
 	sum, err := p.Blobstore.BlobSHA256(ctx, app.DropletKey())
 	if err != nil {
 		return fmt.Errorf("droplet %s: %w", app.DropletKey(), err)
 	}
 	lrp := DesiredLRP(app, staged, Droplet{URL: p.Blobstore.BlobURL(app.DropletKey()), SHA256: sum})
-	p.out.printf("Starting %d instances of %s (%s: %s)", app.Instances, lrp.GetProcessGuid(), staged.DetectedType, staged.StartCommand)
+	lrp.Annotation = StampPushedAt(lrp.GetAnnotation(), time.Now())
+	lrp.AllowSsh = allowSSH
+	p.out.printf("Starting %s of %s (%s: %s)", output.Count(int64(app.Instances), "instance"), lrp.GetProcessGuid(), staged.DetectedType, staged.StartCommand)
 	return p.BBS.DesireLRP(ctx, lrp)
 }
 

@@ -101,7 +101,7 @@ func (p *pusher) followInstances(ctx context.Context, guid string, actuals []*mo
 // rollout replaces the older versions once the new one runs: their routes are
 // cleared, the route-emitter is watched until it routes only the new version, then
 // they are removed.
-func (p *pusher) rollout(ctx context.Context, app App, olds []string, timeout time.Duration) ([]string, error) {
+func (p *pusher) rollout(ctx context.Context, guid string, olds []string, timeout time.Duration) ([]string, error) {
 	if len(olds) == 0 {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func (p *pusher) rollout(ctx context.Context, app App, olds []string, timeout ti
 			return nil, fmt.Errorf("unrouting %s: %w", old, err)
 		}
 	}
-	p.waitRouted(ctx, app.ProcessGUID(), olds, timeout)
+	p.waitRouted(ctx, guid, olds, timeout)
 	var removed []string
 	for _, old := range olds {
 		if err := p.BBS.RemoveDesiredLRP(ctx, old); err != nil && models.FromError(err).Type != models.ErrTypeResourceNotFound {

@@ -7,6 +7,7 @@ package devstacktest
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -49,6 +50,13 @@ type Options struct {
 	// Routing, when set, starts an embedded NATS on a free port, the stand-in router
 	// and the route-emitter (started last); nil runs none of them.
 	Routing *RoutingOptions
+	// Registry, when true, starts the two private registries (devstack.Registries) on
+	// free ports, first, with the standard images (devstack/images) pushed into both,
+	// and points the cells at them: the plain one is their default registry and listed
+	// as insecure, the dev CA is their registry CA, and a pulled image is collected as
+	// soon as its last container is gone. Without Debian's docker-registry the test is
+	// skipped (testenv.Missing).
+	Registry bool
 }
 
 // RoutingOptions shape a test stack's routing side.
@@ -123,6 +131,9 @@ func New(t testing.TB, opts Options) *devstack.Stack {
 			opts.Configure(i, &b.Config)
 		}
 	}
+	if opts.Registry {
+		addRegistries(t, s)
+	}
 	if opts.Cells > 0 {
 		addCells(t, s, opts)
 	}
@@ -183,10 +194,26 @@ func addCells(t testing.TB, s *devstack.Stack, opts Options) {
 	}
 	for i, r := range s.Reps {
 		r.Config.LogLevel = "debug"
+		if s.Registry != nil {
+			r.Config.Executor.ImageGCGrace = 0 // tests see layers collected at once
+		}
 		if opts.ConfigureRep != nil {
 			opts.ConfigureRep(i+1, &r.Config)
 		}
 	}
+}
+
+// addRegistries describes the stack's registries on free ports; each port's reservation
+// is closed just before its registry binds it.
+func addRegistries(t testing.TB, s *devstack.Stack) {
+	t.Helper()
+	if _, err := os.Stat(devstack.RegistryBinary); err != nil {
+		testenv.Missing(t, "docker-registry", "run scripts/install-deps.sh (Debian package docker-registry)")
+	}
+	ports, reserved := reservePorts(t, 2)
+	rs := s.AddRegistries(devstack.RegistryPorts{Plain: ports[0], TLS: ports[1]}, false)
+	rs.Plain.ReleaseBeforeStart(reserved[0])
+	rs.Auth.ReleaseBeforeStart(reserved[1])
 }
 
 // addConverger describes a converger on a free port, configured by opts.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"drover.dev/executor/network"
+	"drover.dev/lib/dockerref"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // Config configures a Runtime.
@@ -34,6 +36,27 @@ type Config struct {
 	BusyboxPath string
 	// Snapshotter is the containerd snapshotter (default overlayfs; the disk quota needs it).
 	Snapshotter string
+	// Registry configures pulls of docker:// rootfses.
+	Registry RegistryConfig
+	// DefaultEgressRules open every container's network (default deny) to these
+	// destinations, e.g. DNS; a container's own rules take precedence over them.
+	DefaultEgressRules []*modelsv1.EgressRule
+}
+
+// RegistryConfig is how the runtime reaches image registries.
+type RegistryConfig struct {
+	// Default is the registry host[:port] of docker:///REPO URLs (default docker.io).
+	Default string
+	// Insecure lists the host[:port] registries reached over plain HTTP; every other
+	// registry is HTTPS.
+	Insecure []string
+	// CAFile is a PEM bundle trusted for registries besides the system roots.
+	CAFile string
+	// GCGrace is how long a pulled image is kept after its last container went; 0
+	// removes it at once (the rep's default is DefaultImageGCGrace).
+	GCGrace time.Duration
+	// PullTimeout bounds one pull: resolve, fetch and unpack (default 5m).
+	PullTimeout time.Duration
 }
 
 // Defaults used by withDefaults.
@@ -42,6 +65,11 @@ const (
 	DefaultDiskPollInterval = 2 * time.Second
 	DefaultBusyboxPath      = "/usr/bin/busybox"
 	DefaultSnapshotter      = "overlayfs"
+	DefaultRegistry         = "docker.io"
+	DefaultImageGCGrace     = 10 * time.Minute
+	DefaultImagePullTimeout = 5 * time.Minute
+	// MaxInsecureRegistries bounds Registry.Insecure.
+	MaxInsecureRegistries = 100
 )
 
 // withDefaults fills in the defaults of unset fields.
@@ -57,6 +85,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Snapshotter == "" {
 		c.Snapshotter = DefaultSnapshotter
+	}
+	if c.Registry.Default == "" {
+		c.Registry.Default = DefaultRegistry
+	}
+	if c.Registry.PullTimeout == 0 {
+		c.Registry.PullTimeout = DefaultImagePullTimeout
 	}
 	if c.Network.StateDir == "" && c.StateDir != "" {
 		c.Network.StateDir = filepath.Join(c.StateDir, "network")
@@ -95,5 +129,42 @@ func (c Config) Validate() error {
 	if c.DiskPollInterval < 0 {
 		errs = append(errs, errors.New("disk_poll_interval: must not be negative"))
 	}
+	errs = append(errs, c.Registry.validate()...)
 	return errors.Join(errs...)
+}
+
+// validate checks the registry settings; field names are the rep config's.
+func (c RegistryConfig) validate() []error {
+	var errs []error
+	if c.Default != "" && !validRegistryHost(c.Default) {
+		errs = append(errs, fmt.Errorf("default_registry: must be HOST[:PORT], got %q", c.Default))
+	}
+	if len(c.Insecure) > MaxInsecureRegistries {
+		errs = append(errs, fmt.Errorf("insecure_registries: at most %d entries, got %d", MaxInsecureRegistries, len(c.Insecure)))
+	}
+	for i, h := range c.Insecure {
+		if !validRegistryHost(h) {
+			errs = append(errs, fmt.Errorf("insecure_registries[%d]: must be HOST[:PORT], got %q", i, h))
+		}
+	}
+	if c.CAFile != "" && !filepath.IsAbs(c.CAFile) {
+		errs = append(errs, fmt.Errorf("registry_ca_file: must be an absolute path, got %q", c.CAFile))
+	}
+	if c.GCGrace < 0 {
+		errs = append(errs, errors.New("image_gc_grace: must not be negative"))
+	}
+	if c.PullTimeout < 0 {
+		errs = append(errs, errors.New("image_pull_timeout: must not be negative"))
+	}
+	return errs
+}
+
+// validRegistryHost reports whether s is a registry HOST[:PORT] (what a docker URL may
+// name before its repository).
+func validRegistryHost(s string) bool {
+	if len(s) > 255 {
+		return false
+	}
+	ref, err := dockerref.Parse("docker://" + s + "/x")
+	return err == nil && ref.Registry == s
 }

@@ -23,7 +23,7 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 	if err := identifiers.Validate(spec.Guid); err != nil {
 		return executor.NetInfo{}, fmt.Errorf("%w: %v", executor.ErrGuidNotSpecified, err)
 	}
-	ref, err := parseRootFS(spec.RootFS, r.cfg.PreloadedRootFSes, r.cfg.ArbitrarySchemes)
+	ref, err := parseRootFS(spec.RootFS, r.cfg.PreloadedRootFSes, r.cfg.ArbitrarySchemes, r.cfg.Registry.Default)
 	if err != nil {
 		return executor.NetInfo{}, err
 	}
@@ -32,7 +32,12 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 	if _, err := r.client.LoadContainer(ctx, spec.Guid); err == nil {
 		return executor.NetInfo{}, fmt.Errorf("%w: %s exists", executor.ErrContainerGuidNotAvailable, spec.Guid)
 	}
-	img, err := r.image(ctx, ref)
+	img, release, err := r.image(ctx, ref, registryCreds{Username: spec.ImageUsername, Password: spec.ImagePassword})
+	if err != nil {
+		return executor.NetInfo{}, err
+	}
+	defer release()
+	imgMeta, err := readImageConfig(ctx, img)
 	if err != nil {
 		return executor.NetInfo{}, err
 	}
@@ -67,6 +72,14 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 		return executor.NetInfo{}, fmt.Errorf("network setup: %w", err)
 	}
 	netInfo := executor.NetInfo{ExternalIP: att.ExternalIP, InternalIP: att.InternalIP, Ports: att.Ports}
+	undo = append(undo, func(context.Context) {
+		if err := r.fw.Remove(spec.Guid); err != nil {
+			r.logger.Error("create-undo-firewall-failed", "guid", spec.Guid, "error", err)
+		}
+	})
+	if err := r.fw.Apply(spec.Guid, att.InternalIP, spec.EgressRules); err != nil {
+		return executor.NetInfo{}, fmt.Errorf("egress firewall: %w", err)
+	}
 	if err := r.writeNetworkFiles(spec.Guid, att.InternalIP); err != nil {
 		return executor.NetInfo{}, err
 	}
@@ -83,7 +96,7 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
 		containerd.WithNewSnapshot(spec.Guid, img),
 		containerd.WithImage(img),
-		containerd.WithNewSpec(append([]oci.SpecOpts{oci.WithImageConfig(img)}, opts...)...),
+		containerd.WithNewSpec(append([]oci.SpecOpts{withImageEnv(imgMeta.Env)}, opts...)...),
 		containerd.WithContainerLabels(containerLabels(r.cfg.Namespace, spec.Tags)),
 	)
 	if err != nil {
@@ -94,6 +107,16 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 			r.logger.Error("create-undo-container-failed", "guid", spec.Guid, "error", err)
 		}
 	})
+
+	// The quota goes on the snapshot before it is mounted (quota.go).
+	upper, err := r.upperDir(ctx, spec.Guid)
+	if err != nil {
+		return executor.NetInfo{}, err
+	}
+	diskQuota, err := r.limitDisk(spec.Guid, upper, spec.Resource.DiskMB)
+	if err != nil {
+		return executor.NetInfo{}, err
+	}
 
 	task, err := ctr.NewTask(ctx, cio.NullIO)
 	if err != nil {
@@ -108,22 +131,30 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 		return executor.NetInfo{}, fmt.Errorf("start init: %w", err)
 	}
 
-	upper, err := r.upperDir(ctx, spec.Guid)
-	if err != nil {
-		return executor.NetInfo{}, err
-	}
 	meta := containerMeta{
 		Guid:      spec.Guid,
 		DiskMB:    spec.Resource.DiskMB,
 		CreatedAt: time.Now().UTC(),
 		NetInfo:   netInfo,
 		UpperDir:  upper,
+		DiskQuota: diskQuota,
+		Image:     imgMeta,
 	}
 	if err := writeJSON(r.state.containerMeta(spec.Guid), meta); err != nil {
 		return executor.NetInfo{}, fmt.Errorf("write container meta: %w", err)
 	}
 	r.logger.Info("container-created", "guid", spec.Guid, "internal-ip", netInfo.InternalIP)
 	return netInfo, nil
+}
+
+// image returns the image of a rootfs, and a release to call once the container is
+// made (until then a pulled image is not garbage-collected).
+func (r *Runtime) image(ctx context.Context, ref rootFSRef, creds registryCreds) (containerd.Image, func(), error) {
+	if ref.Kind == rootFSPreloaded {
+		img, err := r.preloaded(ctx, ref.Name)
+		return img, func() {}, err
+	}
+	return r.registryImage(ctx, ref, creds)
 }
 
 // writeNetworkFiles writes the container's /etc/hosts and /etc/resolv.conf.
@@ -214,6 +245,10 @@ func (r *Runtime) Destroy(ctx context.Context, guid string) error {
 		if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete container %s: %w", guid, err)
 		}
+		r.scheduleImageGC(info.Image)
+	}
+	if err := r.fw.Remove(guid); err != nil {
+		return fmt.Errorf("egress firewall of %s: %w", guid, err)
 	}
 	if err := r.net.Teardown(ctx, guid); err != nil {
 		return fmt.Errorf("network teardown of %s: %w", guid, err)

@@ -11,8 +11,9 @@ import (
 	"drover.dev/executor"
 )
 
-// pollDisk measures every container's upper dir each DiskPollInterval and stops the
-// processes of containers over their disk_mb.
+// pollDisk measures every container's upper dir each DiskPollInterval and, where the
+// filesystem does not enforce disk_mb (see quota.go), stops the processes of containers
+// over it.
 func (r *Runtime) pollDisk() {
 	defer r.wg.Done()
 	tick := time.NewTicker(r.cfg.DiskPollInterval)
@@ -45,7 +46,7 @@ func (r *Runtime) checkDisks() {
 		r.diskUsage[meta.Guid] = used
 		already := r.diskExceeded[meta.Guid]
 		r.mu.Unlock()
-		if meta.DiskMB > 0 && used > uint64(meta.DiskMB)<<20 && !already {
+		if meta.DiskMB > 0 && !meta.DiskQuota && used > uint64(meta.DiskMB)<<20 && !already {
 			r.stopForDisk(meta, used)
 		}
 	}

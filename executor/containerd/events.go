@@ -62,7 +62,7 @@ func (r *Runtime) handleEvent(ev any) {
 	case *apievents.TaskOOM:
 		if r.owns(e.ContainerID) {
 			r.events.Publish(executor.RuntimeEvent{Guid: e.ContainerID, Kind: executor.RuntimeOOM,
-				Reason: "out of memory: the memory limit killed a process"})
+				Reason: "out of memory: the memory limit killed a process in the container"})
 		}
 	case *apievents.TaskExit:
 		if e.ID == e.ContainerID && r.owns(e.ContainerID) && !r.isDestroying(e.ContainerID) {

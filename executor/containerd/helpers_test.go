@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/firewall"
 	"drover.dev/executor/network"
 	"drover.dev/executor/rootfs"
 	"drover.dev/lib/testenv"
@@ -117,6 +118,9 @@ func testConfig(t *testing.T) Config {
 	t.Cleanup(func() {
 		if err := network.RemoveCell(context.Background(), cfg.withDefaults().Network, nil); err != nil {
 			t.Errorf("remove the cell's network: %v", err)
+		}
+		if err := firewall.DeleteTable(firewall.TableName(ns)); err != nil {
+			t.Errorf("remove the cell's firewall table: %v", err)
 		}
 	})
 	t.Cleanup(func() {
@@ -247,6 +251,8 @@ func requireNothingLeft(t *testing.T, r *Runtime, cfg Config, guid, ip string) {
 			require.NotEqual(t, bridge.Attrs().Index, l.Attrs().MasterIndex, "veth %s still on the bridge", l.Attrs().Name)
 		}
 	}
+	require.False(t, r.fw.Has(guid), "egress firewall record still there")
+	requireNoFirewallChain(t, cfg, guid)
 	if ip != "" {
 		out, err := exec.Command("iptables-save").Output()
 		require.NoError(t, err)

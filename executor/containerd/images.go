@@ -18,16 +18,12 @@ import (
 	"github.com/containerd/containerd/errdefs"
 )
 
-// image returns the unpacked image for a parsed rootfs, importing or pulling it first.
-func (r *Runtime) image(ctx context.Context, ref rootFSRef) (containerd.Image, error) {
+// preloaded returns the unpacked image of preloaded:name, importing it first.
+// Imports are serialised by imageMu (they are local and quick); registry pulls are not.
+func (r *Runtime) preloaded(ctx context.Context, name string) (containerd.Image, error) {
 	r.imageMu.Lock()
 	defer r.imageMu.Unlock()
-	switch ref.Kind {
-	case rootFSPreloaded:
-		return r.preloadedImage(ctx, ref.Name)
-	default:
-		return r.pulledImage(ctx, ref.Name)
-	}
+	return r.preloadedImage(ctx, name)
 }
 
 // preloadedImage imports the configured OCI image of name once, keyed by the digest of
@@ -80,24 +76,6 @@ func (r *Runtime) importImage(ctx context.Context, path, imageName string) (cont
 		return nil, err
 	}
 	return r.client.GetImage(ctx, imageName)
-}
-
-// pulledImage pulls ref from its registry unless it is already there.
-func (r *Runtime) pulledImage(ctx context.Context, ref string) (containerd.Image, error) {
-	img, err := r.client.GetImage(ctx, ref)
-	if err == nil {
-		return img, r.ensureUnpacked(ctx, img)
-	}
-	if !errdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("look up image %s: %w", ref, err)
-	}
-	img, err = r.client.Pull(ctx, ref, containerd.WithPullUnpack, containerd.WithPullSnapshotter(r.cfg.Snapshotter),
-		containerd.WithPullLabel(ownerLabel, r.cfg.Namespace))
-	if err != nil {
-		return nil, fmt.Errorf("pull %s: %w", ref, err)
-	}
-	r.logger.Info("pulled-rootfs", "image", ref)
-	return img, nil
 }
 
 func (r *Runtime) ensureUnpacked(ctx context.Context, img containerd.Image) error {

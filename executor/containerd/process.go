@@ -44,6 +44,12 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 	if err != nil {
 		return nil, err
 	}
+	cmeta, _, err := r.state.readContainerMeta(guid)
+	if err != nil {
+		cfs.Close()
+		return nil, fmt.Errorf("container meta of %s: %w", guid, err)
+	}
+	spec.User, spec.Dir = processDefaults(spec.User, spec.Dir, cmeta.Image)
 	user, err := resolveUserIn(cfs, spec.User)
 	cfs.Close()
 	if err != nil {

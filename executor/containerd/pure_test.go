@@ -13,23 +13,39 @@ import (
 func TestParseRootFS(t *testing.T) {
 	preloaded := map[string]string{"busybox": "/x.tar"}
 	schemes := []string{"docker"}
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	reg := func(name, registry string) rootFSRef {
+		return rootFSRef{Kind: rootFSRegistry, Name: name, Registry: registry}
+	}
 	for _, tc := range []struct {
-		in      string
+		in, def string
 		want    rootFSRef
 		wantErr bool
 	}{
 		{in: "preloaded:busybox", want: rootFSRef{Kind: rootFSPreloaded, Name: "busybox"}},
 		{in: "preloaded:cflinuxfs4", wantErr: true},
-		{in: "docker:///cloudfoundry/grace#v1", want: rootFSRef{Kind: rootFSRegistry, Name: "docker.io/cloudfoundry/grace:v1"}},
-		{in: "docker:///busybox", want: rootFSRef{Kind: rootFSRegistry, Name: "docker.io/library/busybox:latest"}},
-		{in: "docker://registry.local:5000/team/app", want: rootFSRef{Kind: rootFSRegistry, Name: "registry.local:5000/team/app:latest"}},
-		{in: "docker://registry.local/app:1.2", want: rootFSRef{Kind: rootFSRegistry, Name: "registry.local/app:1.2"}},
+		{in: "docker:///cloudfoundry/grace#v1", want: reg("docker.io/cloudfoundry/grace:v1", "docker.io")},
+		{in: "docker:///busybox", want: reg("docker.io/library/busybox:latest", "docker.io")},
+		{in: "docker:///drover/web#v1", def: "127.0.0.1:5000", want: reg("127.0.0.1:5000/drover/web:v1", "127.0.0.1:5000")},
+		{in: "docker:///busybox", def: "127.0.0.1:5000", want: reg("127.0.0.1:5000/busybox:latest", "127.0.0.1:5000")},
+		{in: "docker://registry.local:5000/team/app", want: reg("registry.local:5000/team/app:latest", "registry.local:5000")},
+		{in: "docker://registry.local/app:1.2", want: reg("registry.local/app:1.2", "registry.local")},
+		{in: "docker://registry.local/app@" + digest, want: reg("registry.local/app@"+digest, "registry.local")},
+		{in: "docker:///app@" + digest, def: "127.0.0.1:5000", want: reg("127.0.0.1:5000/app@"+digest, "127.0.0.1:5000")},
 		{in: "docker://", wantErr: true},
+		{in: "docker:user/image", wantErr: true},
+		{in: "docker://user:pw@registry.local/app", wantErr: true},
+		{in: "docker:///app@sha256:abc", wantErr: true},
+		{in: "docker:///" + strings.Repeat("a", 2000), wantErr: true},
 		{in: "oci:///x", wantErr: true},
 		{in: "busybox", wantErr: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseRootFS(tc.in, preloaded, schemes)
+			def := tc.def
+			if def == "" {
+				def = DefaultRegistry
+			}
+			got, err := parseRootFS(tc.in, preloaded, schemes, def)
 			if tc.wantErr {
 				require.ErrorIs(t, err, executor.ErrUnsupportedRootFS)
 				return
@@ -38,7 +54,7 @@ func TestParseRootFS(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
-	_, err := parseRootFS("docker:///busybox", preloaded, nil)
+	_, err := parseRootFS("docker:///busybox", preloaded, nil, DefaultRegistry)
 	require.ErrorIs(t, err, executor.ErrUnsupportedRootFS, "docker is refused unless configured")
 }
 

@@ -2,10 +2,10 @@ package containerd
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"drover.dev/executor"
+	"drover.dev/lib/dockerref"
 )
 
 // rootFSKind is how a rootfs URL is provided.
@@ -19,15 +19,21 @@ const (
 // rootFSRef is a parsed rootfs URL.
 type rootFSRef struct {
 	Kind rootFSKind
-	// Name is the preloaded name, or the registry image reference to pull.
+	// Name is the preloaded name, or the full registry reference to pull
+	// (HOST/REPOSITORY:TAG or HOST/REPOSITORY@DIGEST).
 	Name string
+	// Registry is the HOST[:PORT] a registry image comes from.
+	Registry string
 }
 
 // parseRootFS maps a rootfs URL onto what this cell can run: preloaded:NAME for a
-// configured name, or SCHEME://host/repo#tag for an arbitrary scheme (Diego's docker URL:
-// an empty host means docker.io, the fragment is the tag). Anything else wraps
-// executor.ErrUnsupportedRootFS.
-func parseRootFS(raw string, preloaded map[string]string, schemes []string) (rootFSRef, error) {
+// configured name, or a docker URL (docker://HOST/REPOSITORY#TAG, docker:///REPOSITORY
+// for defaultRegistry, @sha256:HEX for a digest) when its scheme is one of schemes.
+// Anything else wraps executor.ErrUnsupportedRootFS.
+func parseRootFS(raw string, preloaded map[string]string, schemes []string, defaultRegistry string) (rootFSRef, error) {
+	if len(raw) > dockerref.MaxLength {
+		return rootFSRef{}, fmt.Errorf("%w: longer than %d bytes", executor.ErrUnsupportedRootFS, dockerref.MaxLength)
+	}
 	scheme, rest, ok := strings.Cut(raw, ":")
 	if !ok {
 		return rootFSRef{}, fmt.Errorf("%w: %q has no scheme", executor.ErrUnsupportedRootFS, raw)
@@ -40,41 +46,16 @@ func parseRootFS(raw string, preloaded map[string]string, schemes []string) (roo
 	}
 	for _, s := range schemes {
 		if s == scheme {
-			ref, err := dockerReference(raw)
+			ref, err := dockerref.Parse(raw)
 			if err != nil {
-				return rootFSRef{}, fmt.Errorf("%w: %v", executor.ErrUnsupportedRootFS, err)
+				return rootFSRef{}, fmt.Errorf("%w: rootfs %q: %v", executor.ErrUnsupportedRootFS, raw, err)
 			}
-			return rootFSRef{Kind: rootFSRegistry, Name: ref}, nil
+			return rootFSRef{
+				Kind:     rootFSRegistry,
+				Name:     ref.WithDefaultRegistry(defaultRegistry),
+				Registry: ref.RegistryOr(defaultRegistry),
+			}, nil
 		}
 	}
 	return rootFSRef{}, fmt.Errorf("%w: scheme %q", executor.ErrUnsupportedRootFS, scheme)
-}
-
-// dockerReference turns docker:///repo#tag or docker://registry/repo#tag (also with a
-// :tag in the path) into a fully qualified image reference.
-func dockerReference(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("invalid rootfs url %q: %v", raw, err)
-	}
-	repo := strings.Trim(u.Path, "/")
-	if repo == "" {
-		return "", fmt.Errorf("rootfs url %q names no image", raw)
-	}
-	host := u.Host
-	if host == "" || host == "index.docker.io" || host == "registry-1.docker.io" {
-		host = "docker.io"
-		if !strings.Contains(repo, "/") {
-			repo = "library/" + repo
-		}
-	}
-	ref := host + "/" + repo
-	switch {
-	case u.Fragment != "":
-		ref += ":" + u.Fragment
-	case strings.Contains(repo, "@") || strings.Contains(repo[strings.LastIndex(repo, "/")+1:], ":"):
-	default:
-		ref += ":latest"
-	}
-	return ref, nil
 }

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/firewall"
 	"drover.dev/executor/internal/fanout"
 	"drover.dev/executor/internal/keyedmutex"
 	"drover.dev/executor/network"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/namespaces"
+	"golang.org/x/sync/singleflight"
 )
 
 // Runtime is executor.Runtime on containerd.
@@ -27,6 +29,7 @@ type Runtime struct {
 	logger        *slog.Logger
 	client        *containerd.Client
 	net           *network.Manager
+	fw            *firewall.Firewall
 	state         stateDir
 	swapSupported bool
 
@@ -35,9 +38,15 @@ type Runtime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// imageMu serialises imports of preloaded images.
 	imageMu sync.Mutex
-	locks   keyedmutex.Mutex
-	events  fanout.Broker[executor.RuntimeEvent]
+	// pulls coalesces resolves and pulls of one image.
+	pulls    singleflight.Group
+	registry *registryClient
+	gcMu     sync.Mutex
+	gc       imageGC
+	locks    keyedmutex.Mutex
+	events   fanout.Broker[executor.RuntimeEvent]
 
 	mu sync.Mutex
 	// destroying holds guids being (or recently) destroyed: their exits are no vanish.
@@ -76,10 +85,25 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Runtime, error)
 		client.Close()
 		return nil, fmt.Errorf("containerd at %s does not answer: %w", cfg.Socket, err)
 	}
+	registry, err := newRegistryClient(cfg.Registry)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
 	netMgr, err := network.New(cfg.Network, logger)
 	if err != nil {
 		client.Close()
 		return nil, fmt.Errorf("network: %w", err)
+	}
+	fw, err := firewall.New(firewall.Config{
+		Table:        firewall.TableName(cfg.Namespace),
+		Bridge:       cfg.Network.BridgeName,
+		StateDir:     filepath.Join(cfg.StateDir, "firewall"),
+		DefaultRules: cfg.DefaultEgressRules,
+	}, logger)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("egress firewall: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(namespaces.WithNamespace(context.Background(), cfg.Namespace))
 	r := &Runtime{
@@ -87,6 +111,9 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Runtime, error)
 		logger:        logger,
 		client:        client,
 		net:           netMgr,
+		fw:            fw,
+		registry:      registry,
+		gc:            imageGC{inUse: map[string]int{}, unusedSince: map[string]time.Time{}},
 		state:         stateDir(cfg.StateDir),
 		swapSupported: swapSupported(),
 		ctx:           runCtx,
@@ -99,6 +126,10 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Runtime, error)
 		r.Close()
 		return nil, err
 	}
+	if err := r.scheduleUnusedImages(); err != nil {
+		r.Close()
+		return nil, err
+	}
 	r.wg.Add(2)
 	go r.watchEvents()
 	go r.pollDisk()
@@ -108,8 +139,12 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Runtime, error)
 // Close stops the runtime's background work and disconnects. Containers and their
 // processes keep running.
 func (r *Runtime) Close() error {
+	r.gcMu.Lock()
+	r.gc.closed = true
+	r.gcMu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	r.registry.Close()
 	return r.client.Close()
 }
 
@@ -146,6 +181,9 @@ func (r *Runtime) removeLeftovers(ctx context.Context) error {
 	if err := r.net.Prune(ctx, func(guid string) bool { return owned[guid] }); err != nil {
 		return fmt.Errorf("prune network leftovers: %w", err)
 	}
+	if err := r.restoreFirewall(owned); err != nil {
+		return fmt.Errorf("restore egress firewall: %w", err)
+	}
 	return nil
 }
 
@@ -174,7 +212,7 @@ func (r *Runtime) Ping(ctx context.Context) error {
 
 // CheckRootFS refuses rootfs URLs this cell cannot run.
 func (r *Runtime) CheckRootFS(rootfs string) error {
-	_, err := parseRootFS(rootfs, r.cfg.PreloadedRootFSes, r.cfg.ArbitrarySchemes)
+	_, err := parseRootFS(rootfs, r.cfg.PreloadedRootFSes, r.cfg.ArbitrarySchemes, r.cfg.Registry.Default)
 	return err
 }
 
@@ -212,7 +250,10 @@ func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error)
 			Guid:      c.ID(),
 			Tags:      tagsFromLabels(info.Labels),
 			CreatedAt: info.CreatedAt,
-			Alive:     r.initAlive(ctx, c),
+		}
+		if task, alive := r.initAlive(ctx, c); alive {
+			rc.Alive = true
+			rc.OOMKills = r.oomKills(ctx, c.ID(), task)
 		}
 		if meta, ok, err := r.state.readContainerMeta(c.ID()); err == nil && ok {
 			rc.NetInfo = meta.NetInfo
@@ -227,13 +268,14 @@ func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error)
 	return out, nil
 }
 
-func (r *Runtime) initAlive(ctx context.Context, c containerd.Container) bool {
+// initAlive returns the container's task and whether its init runs.
+func (r *Runtime) initAlive(ctx context.Context, c containerd.Container) (containerd.Task, bool) {
 	task, err := c.Task(ctx, nil)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	st, err := task.Status(ctx)
-	return err == nil && (st.Status == containerd.Running || st.Status == containerd.Paused)
+	return task, err == nil && (st.Status == containerd.Running || st.Status == containerd.Paused)
 }
 
 // nsCtx puts the runtime's namespace on ctx.

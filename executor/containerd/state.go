@@ -20,6 +20,11 @@ type containerMeta struct {
 	NetInfo   executor.NetInfo `json:"net_info"`
 	// UpperDir is the overlay upper dir of the container's snapshot (its own writes).
 	UpperDir string `json:"upper_dir"`
+	// DiskQuota is set when the filesystem enforces DiskMB (a btrfs qgroup): writes
+	// beyond it fail, and the disk poll only measures.
+	DiskQuota bool `json:"disk_quota,omitempty"`
+	// Image is what processes take from the image's config.
+	Image imageMeta `json:"image"`
 }
 
 // processMeta is what the runtime keeps about one exec'd process.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -80,24 +81,40 @@ func workingSet(usage, inactiveFile uint64) uint64 {
 }
 
 // oomKills counts the container's OOM kills from its metrics, falling back to the
-// cgroup v1 memory.oom_control file.
+// cgroup's own file: memory.oom_control on cgroup v1, memory.events on v2 (containerd's
+// default cgroup path, /NAMESPACE/GUID).
 func (r *Runtime) oomKills(ctx context.Context, guid string, task containerd.Task) uint64 {
 	if u, err := taskUsage(ctx, task); err == nil && u.OOMKillsKnown {
 		return u.OOMKills
 	}
-	f, err := os.Open(filepath.Join("/sys/fs/cgroup/memory", r.cfg.Namespace, guid, "memory.oom_control"))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
-			n, _ := strconv.ParseUint(v, 10, 64)
+	for _, path := range []string{
+		filepath.Join("/sys/fs/cgroup/memory", r.cfg.Namespace, guid, "memory.oom_control"),
+		filepath.Join("/sys/fs/cgroup", r.cfg.Namespace, guid, "memory.events"),
+	} {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		n, ok := parseOOMKill(io.LimitReader(f, 64<<10))
+		f.Close()
+		if ok {
 			return n
 		}
 	}
 	return 0
+}
+
+// parseOOMKill finds the "oom_kill N" line of a cgroup v1 memory.oom_control or v2
+// memory.events file.
+func parseOOMKill(r io.Reader) (uint64, bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // Usage reads the container's cgroup usage and the size of its own writes.

@@ -251,7 +251,7 @@ func TestParseChecksum(t *testing.T) {
 		{name: "md5", alg: "md5", value: "ABCDEF", want: checksum{alg: "md5", value: "abcdef"}},
 		{name: "upper-case algorithm", alg: "SHA256", value: "00", want: checksum{alg: "sha256", value: "00"}},
 		{name: "sha1", alg: "sha1", value: "aa", want: checksum{alg: "sha1", value: "aa"}},
-		{name: "unknown", alg: "crc32", value: "aa", err: `unsupported checksum_algorithm "crc32": want md5, sha1 or sha256`},
+		{name: "unknown", alg: "crc32", value: "aa", err: `unsupported checksum_algorithm "crc32": want md5, sha1, sha256 or sha512`},
 		{name: "value only", value: "aa", err: "checksum_value is set but checksum_algorithm is empty"},
 		{name: "algorithm only", alg: "md5", err: `checksum_algorithm "md5" is set but checksum_value is empty`},
 	} {

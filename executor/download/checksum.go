@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"fmt"
 	"hash"
 	"strings"
@@ -23,6 +24,7 @@ var newHashes = map[string]func() hash.Hash{
 	"md5":    md5.New,
 	"sha1":   sha1.New,
 	"sha256": sha256.New,
+	"sha512": sha512.New, // image layers may name sha512
 }
 
 // parseChecksum validates an algorithm/value pair; both empty means no checksum.
@@ -37,7 +39,7 @@ func parseChecksum(alg, value string) (checksum, error) {
 		return checksum{}, fmt.Errorf("checksum_algorithm %q is set but checksum_value is empty", alg)
 	}
 	if _, ok := newHashes[alg]; !ok {
-		return checksum{}, fmt.Errorf("unsupported checksum_algorithm %q: want md5, sha1 or sha256", alg)
+		return checksum{}, fmt.Errorf("unsupported checksum_algorithm %q: want md5, sha1, sha256 or sha512", alg)
 	}
 	return checksum{alg: alg, value: value}, nil
 }

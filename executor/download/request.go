@@ -15,7 +15,7 @@ type Request struct {
 	URL string
 	// CacheKey names the cache entry; empty means the download is not cached.
 	CacheKey string
-	// ChecksumAlgorithm is md5, sha1 or sha256 (case-insensitive); empty means no check.
+	// ChecksumAlgorithm is md5, sha1, sha256 or sha512 (case-insensitive); empty means no check.
 	ChecksumAlgorithm string
 	// ChecksumValue is the expected hex digest (case-insensitive).
 	ChecksumValue string

@@ -338,33 +338,73 @@ func TestRuntimeEvents(t *testing.T) {
 	c := waitState(t, e, "disk", executor.StateCompleted)
 	assert.Equal(t, executor.RunResult{Failed: true, FailureReason: "disk quota of 100 MB exceeded"}, c.RunResult)
 
-	// The OOM notice is recorded; the kill that follows is reported as out of memory.
-	p, err := rt.Reattach(context.Background(), "oom", "action", nil, nil)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		_ = p.Signal(context.Background(), syscall.SIGKILL)
-		c, _ = e.Get(context.Background(), "oom")
-		return c.State == executor.StateCompleted
-	}, 5*time.Second, 5*time.Millisecond)
-	assert.Contains(t, c.RunResult.FailureReason, "Exited with status 137")
+	// An OOM kill of any process (the main one still runs) crashes the container.
+	c = waitState(t, e, "oom", executor.StateCompleted)
+	assert.Equal(t, executor.RunResult{Failed: true,
+		FailureReason: "out of memory: a process in the container was killed at the 128 MB memory limit"}, c.RunResult)
+	assert.Equal(t, engine.OOMReason(128), c.RunResult.FailureReason)
+	assertLogContains(t, e, "oom", "Cell cell-1 crashing instance oom: "+engine.OOMReason(128))
 
 	// When the memory limit takes the whole container (its init too), the vanished
-	// container is reported as out of memory as well.
+	// container is reported as out of memory as well, whichever notice comes first.
 	for _, guid := range []string{"oom", "disk"} {
 		require.NoError(t, e.Delete(context.Background(), guid))
 	}
 	startContainer(t, e, "oom-init", runInfo(run("sleep")))
-	startContainer(t, e, "barrier", runInfo(run("sleep")))
 	waitState(t, e, "oom-init", executor.StateRunning)
-	waitState(t, e, "barrier", executor.StateRunning)
-	// Runtime events are handled in order, but the kill's process exit is not an event:
-	// wait until the OOM notice is handled (the event after it has been) before killing.
-	rt.Emit(executor.RuntimeEvent{Guid: "oom-init", Kind: executor.RuntimeOOM})
-	rt.Emit(executor.RuntimeEvent{Guid: "barrier", Kind: executor.RuntimeDiskExceeded})
-	waitState(t, e, "barrier", executor.StateCompleted)
 	rt.Kill("oom-init")
+	rt.Emit(executor.RuntimeEvent{Guid: "oom-init", Kind: executor.RuntimeOOM})
 	c = waitState(t, e, "oom-init", executor.StateCompleted)
-	assert.Contains(t, c.RunResult.FailureReason, "out of memory")
+	assert.True(t, c.RunResult.Failed)
+}
+
+func TestOOMReason(t *testing.T) {
+	assert.Equal(t, "out of memory: a process in the container was killed at the 256 MB memory limit", engine.OOMReason(256))
+	assert.Equal(t, "out of memory: a process in the container was killed by the memory limit", engine.OOMReason(0))
+}
+
+func TestOOMKillMissedByEventsCrashesAtReap(t *testing.T) {
+	rt := newRuntime()
+	cfg := fastConfig()
+	cfg.ReapInterval = 20 * time.Millisecond
+	e := startClean(t, cfg, rt)
+	startContainer(t, e, "kept", runInfo(run("sleep")))
+	startContainer(t, e, "killed", runInfo(run("sleep")))
+	waitState(t, e, "kept", executor.StateRunning)
+	waitState(t, e, "killed", executor.StateRunning)
+
+	// No event: the next reap reads the count the runtime lists.
+	rt.SetOOMKills("killed", 1)
+	c := waitState(t, e, "killed", executor.StateCompleted)
+	assert.Equal(t, executor.RunResult{Failed: true, FailureReason: engine.OOMReason(128)}, c.RunResult)
+	c, err := e.Get(context.Background(), "kept")
+	require.NoError(t, err)
+	assert.Equal(t, executor.StateRunning, c.State, "no OOM kill, no crash")
+}
+
+func TestOOMKillWhileExecutorDownCrashesAdoptedContainer(t *testing.T) {
+	rt := newRuntime()
+	cfg := fastConfig()
+	first := engine.New(cfg, rt, nil, nil)
+	signals := make(chan os.Signal, 1)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- first.Loop(signals, ready) }()
+	<-ready
+	startContainer(t, first, "killed", runInfo(run("sleep")))
+	startContainer(t, first, "kept", runInfo(run("sleep")))
+	waitState(t, first, "killed", executor.StateRunning)
+	waitState(t, first, "kept", executor.StateRunning)
+	signals <- syscall.SIGTERM
+	require.NoError(t, <-done)
+
+	rt.SetOOMKills("killed", 2)
+	second := startClean(t, cfg, rt)
+	c := waitState(t, second, "killed", executor.StateCompleted)
+	assert.Equal(t, executor.RunResult{Failed: true, FailureReason: engine.OOMReason(128)}, c.RunResult)
+	c, err := second.Get(context.Background(), "kept")
+	require.NoError(t, err)
+	assert.Equal(t, executor.StateRunning, c.State)
 }
 
 func TestAdoptionAfterRestart(t *testing.T) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -109,7 +110,33 @@ func (e *Executor) adoptOne(rc executor.RuntimeContainer) error {
 		defer close(n.done)
 		e.finish(n, e.runSteps(runCtx, n, rc.NetInfo, *ri, true))
 	}()
+	if rc.OOMKills > 0 {
+		// The memory limit killed a process while no executor was watching.
+		e.crashForOOMLocked(n)
+	}
 	return nil
+}
+
+// crashForOOMLocked records that the memory limit killed a process of the container and
+// crashes it, as Garden does: an OOM kill of any process, not only the main one, ends the
+// instance. e.mu must be held.
+func (e *Executor) crashForOOMLocked(n *node) {
+	n.oom.Store(true)
+	if n.c.State == executor.StateCompleted || n.stopResult != nil {
+		return
+	}
+	reason := OOMReason(n.c.Resource.MemoryMB)
+	e.logger.Info("container-out-of-memory", "guid", n.c.Guid, "reason", reason)
+	n.cellLog("Cell %s crashing instance %s: %s", e.cfg.CellID, n.c.Guid, reason)
+	e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: reason})
+}
+
+// OOMReason is the failure reason of a container whose memory limit killed a process.
+func OOMReason(memoryMB int) string {
+	if memoryMB <= 0 {
+		return "out of memory: a process in the container was killed by the memory limit"
+	}
+	return fmt.Sprintf("out of memory: a process in the container was killed at the %d MB memory limit", memoryMB)
 }
 
 type adoptError string
@@ -143,8 +170,13 @@ func (e *Executor) reap(ctx context.Context) {
 	e.mu.Lock()
 	for _, rc := range list {
 		alive[rc.Guid] = rc.Alive
-		if _, ok := e.nodes[rc.Guid]; !ok {
+		n, ok := e.nodes[rc.Guid]
+		if !ok {
 			unknown = append(unknown, rc.Guid)
+			continue
+		}
+		if n.created && rc.OOMKills > 0 {
+			e.crashForOOMLocked(n)
 		}
 	}
 	for guid, n := range e.nodes {
@@ -162,7 +194,8 @@ func (e *Executor) reap(ctx context.Context) {
 	}
 }
 
-// handleRuntimeEvent records OOM kills and stops containers over their disk or gone.
+// handleRuntimeEvent crashes containers whose memory limit killed a process and stops
+// containers over their disk or gone.
 func (e *Executor) handleRuntimeEvent(ev executor.RuntimeEvent) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -172,7 +205,7 @@ func (e *Executor) handleRuntimeEvent(ev executor.RuntimeEvent) {
 	}
 	switch ev.Kind {
 	case executor.RuntimeOOM:
-		n.oom.Store(true)
+		e.crashForOOMLocked(n)
 	case executor.RuntimeDiskExceeded:
 		reason := ev.Reason
 		if reason == "" {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"drover.dev/executor"
 	"drover.dev/executor/logbuf"
 	"drover.dev/executor/steps"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // completeLocked moves a container to completed once. e.mu must be held.
@@ -89,6 +91,8 @@ func (e *Executor) create(ctx context.Context, n *node) {
 	net, err := e.rt.Create(ctx, executor.ContainerSpec{
 		Guid: guid, RootFS: ri.RootFS, Resource: c.Resource, CPUWeight: ri.CPUWeight, Privileged: ri.Privileged,
 		Ports: ri.Ports, Env: envStrings(ri.Env), Tags: c.Tags, State: state,
+		ImageUsername: ri.ImageUsername, ImagePassword: ri.ImagePassword,
+		EgressRules: ri.EgressRules,
 	})
 	if err != nil {
 		n.cellLog("Cell %s failed to create container for instance %s: %s", e.cfg.CellID, guid, err)
@@ -102,6 +106,12 @@ func (e *Executor) create(ctx context.Context, n *node) {
 	e.logger.Info("container-created", "guid", guid, "duration", time.Since(started))
 	n.cellLog("Cell %s successfully created container for instance %s", e.cfg.CellID, guid)
 
+	if err := e.fetchImageLayers(ctx, guid, ri); err != nil {
+		e.logger.Error("image-layers-failed", "guid", guid, "error", err)
+		n.cellLog("Cell %s failed to download image layers for instance %s: %s", e.cfg.CellID, guid, err)
+		e.finish(n, executor.RunResult{Failed: true, Retryable: true, FailureReason: "failed to download image layers: " + err.Error()})
+		return
+	}
 	if err := e.fetchDependencies(ctx, guid, ri); err != nil {
 		e.logger.Error("cached-dependencies-failed", "guid", guid, "error", err)
 		e.finish(n, executor.RunResult{Failed: true, Retryable: true, FailureReason: "failed to download cached artifacts"})
@@ -112,6 +122,31 @@ func (e *Executor) create(ctx context.Context, n *node) {
 		return
 	}
 	e.finish(n, e.runSteps(ctx, n, net, ri, false))
+}
+
+// fetchImageLayers extracts each image layer into the container, in order, before
+// anything else runs: shared layers go through the download cache (keyed by their
+// digest), exclusive ones are downloaded for this container only.
+func (e *Executor) fetchImageLayers(ctx context.Context, guid string, ri executor.RunInfo) error {
+	for _, l := range ri.ImageLayers {
+		if e.dl == nil {
+			return fmt.Errorf("no downloader configured for image layer %s", l.GetName())
+		}
+		req := steps.DownloadRequest{URL: l.GetUrl(), ChecksumAlgorithm: l.GetDigestAlgorithm(), ChecksumValue: l.GetDigestValue()}
+		if l.GetLayerType() == modelsv1.ImageLayer_LAYER_TYPE_SHARED && l.GetDigestValue() != "" {
+			req.CacheKey = "image-layer-" + strings.ToLower(l.GetDigestAlgorithm()) + "-" + strings.ToLower(l.GetDigestValue())
+		}
+		rc, err := e.dl.Fetch(ctx, req)
+		if err != nil {
+			return fmt.Errorf("image layer %q: %w", l.GetName(), err)
+		}
+		err = e.rt.StreamIn(ctx, guid, l.GetDestinationPath(), "", rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("image layer %q into %s: %w", l.GetName(), l.GetDestinationPath(), err)
+		}
+	}
+	return nil
 }
 
 // fetchDependencies streams each cached dependency into the container.

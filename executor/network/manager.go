@@ -11,8 +11,10 @@ import (
 	"sync"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
@@ -76,11 +78,16 @@ func New(cfg Config, logger *slog.Logger) (*Manager, error) {
 		return nil, fmt.Errorf("network conflist: %w", err)
 	}
 	m := &Manager{
-		cfg:     cfg,
-		logger:  logger.With("bridge", cfg.BridgeName),
-		cni:     libcni.NewCNIConfigWithCacheDir([]string{cfg.CNIBinDir}, cniCacheDir(cfg.StateDir), nil),
+		cfg:    cfg,
+		logger: logger.With("bridge", cfg.BridgeName),
+		// An explicit exec: libcni sets a nil one lazily on each call, a data race when
+		// containers are set up concurrently.
+		cni: libcni.NewCNIConfigWithCacheDir([]string{cfg.CNIBinDir}, cniCacheDir(cfg.StateDir), &invoke.DefaultExec{
+			RawExec:       &invoke.RawExec{Stderr: os.Stderr},
+			PluginDecoder: version.PluginDecoder{},
+		}),
 		list:    list,
-		store:   recordStore{dir: recordsDir(cfg.StateDir)},
+		store:   newRecordStore(recordsDir(cfg.StateDir)),
 		records: map[string]record{},
 		ports:   newPortAllocator(cfg.PortRangeStart, cfg.PortRangeEnd),
 	}

@@ -1,14 +1,10 @@
 package network
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"drover.dev/executor"
+	"drover.dev/executor/internal/recordfile"
 )
 
 // record is what the Manager keeps on disk for one container, written before anything is
@@ -45,82 +41,38 @@ func (r record) hostPorts() []uint32 {
 
 // recordStore keeps one JSON file per guid in a directory.
 type recordStore struct {
-	dir string
+	files recordfile.Store
 }
 
-// recordSuffix ends every record file's name.
-const recordSuffix = ".json"
-
-func (s recordStore) path(guid string) string {
-	return filepath.Join(s.dir, guid+recordSuffix)
+func newRecordStore(dir string) recordStore {
+	return recordStore{files: recordfile.Store{Dir: dir, Kind: "network record"}}
 }
 
 // save writes r atomically (temp file, fsync, rename).
-func (s recordStore) save(r record) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode network record %q: %w", r.Guid, err)
-	}
-	tmp, err := os.CreateTemp(s.dir, "."+r.Guid+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write network record %q: %w", r.Guid, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write network record %q: %w", r.Guid, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync network record %q: %w", r.Guid, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write network record %q: %w", r.Guid, err)
-	}
-	if err := os.Rename(tmp.Name(), s.path(r.Guid)); err != nil {
-		return fmt.Errorf("write network record %q: %w", r.Guid, err)
-	}
-	return nil
-}
+func (s recordStore) save(r record) error { return s.files.Save(r.Guid, r) }
 
 // remove deletes guid's record; a missing record is fine.
-func (s recordStore) remove(guid string) error {
-	if err := os.Remove(s.path(guid)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove network record %q: %w", guid, err)
-	}
-	return nil
-}
+func (s recordStore) remove(guid string) error { return s.files.Remove(guid) }
 
 // loadAll reads every record. A file that does not decode still yields a record for the
 // guid in its name (not ready, no ports), so that pruning tears down whatever it left.
 func (s recordStore) loadAll() ([]record, []error) {
-	entries, err := os.ReadDir(s.dir)
+	loaded, err := recordfile.Load(s.files, func(guid string, r record) error {
+		if r.Guid != guid {
+			return fmt.Errorf("names guid %q", r.Guid)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, []error{fmt.Errorf("read network records in %s: %w", s.dir, err)}
+		return nil, []error{err}
 	}
-	var out []record
+	out := make([]record, 0, len(loaded))
 	var problems []error
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
-			os.Remove(filepath.Join(s.dir, name)) // a save cut short by a crash
-			continue
-		}
-		if e.IsDir() || !strings.HasSuffix(name, recordSuffix) || strings.HasPrefix(name, ".") {
-			continue
-		}
-		guid := strings.TrimSuffix(name, recordSuffix)
-		data, err := os.ReadFile(filepath.Join(s.dir, name))
-		var r record
-		if err == nil {
-			err = json.Unmarshal(data, &r)
-		}
-		if err == nil && r.Guid != guid {
-			err = fmt.Errorf("names guid %q", r.Guid)
-		}
-		if err != nil {
-			problems = append(problems, fmt.Errorf("network record %s: %w", name, err))
-			r = record{Guid: guid}
+	for _, l := range loaded {
+		r := l.Value
+		if l.Err != nil {
+			problems = append(problems, l.Err)
+			r = record{Guid: l.Guid}
 		}
 		out = append(out, r)
 	}

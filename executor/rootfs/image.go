@@ -33,7 +33,7 @@ const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:
 // static busybox binary at busyboxPath and named ref, to w. The same busybox and ref
 // always give the same bytes.
 func WriteBusyboxImage(w io.Writer, busyboxPath, ref string) error {
-	busybox, applets, err := readBusybox(busyboxPath)
+	busybox, applets, err := ReadBusybox(busyboxPath)
 	if err != nil {
 		return err
 	}
@@ -53,8 +53,9 @@ func EnsureBusyboxImage(path, busyboxPath, ref string) error {
 	return writeFileAtomically(path, buf.Bytes())
 }
 
-// readBusybox reads the busybox binary and asks it for its applets.
-func readBusybox(busyboxPath string) ([]byte, []string, error) {
+// ReadBusybox reads the static busybox binary at busyboxPath and asks it for its
+// applets (`busybox --list`), the inputs of BusyboxTree.
+func ReadBusybox(busyboxPath string) ([]byte, []string, error) {
 	if busyboxPath == "" {
 		return nil, nil, fmt.Errorf("busybox path must not be empty")
 	}
@@ -98,11 +99,11 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 	if ref == "" {
 		return fmt.Errorf("image ref must not be empty")
 	}
-	nodes, err := layerNodes(busybox, applets)
+	entries, err := BusyboxTree(busybox, applets, VcapUser)
 	if err != nil {
 		return err
 	}
-	layerTar, err := writeTar(nodes)
+	layerTar, err := WriteTar(entries)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 	}
 	layer := newBlob(ocispec.MediaTypeImageLayerGzip, layerGz)
 	platform := ocispec.Platform{Architecture: runtime.GOARCH, OS: "linux"}
-	created := fixedTime
+	created := FixedTime
 	config, err := newJSONBlob(ocispec.MediaTypeImageConfig, ocispec.Image{
 		Created:  &created,
 		Platform: platform,
@@ -160,7 +161,7 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 func writeLayout(w io.Writer, layout, index []byte, blobs []blob) error {
 	tw := tar.NewWriter(w)
 	file := func(name string, data []byte) error {
-		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: fixedTime, Format: tar.FormatUSTAR}
+		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: FixedTime, Format: tar.FormatUSTAR}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
@@ -168,7 +169,7 @@ func writeLayout(w io.Writer, layout, index []byte, blobs []blob) error {
 		return err
 	}
 	dir := func(name string) error {
-		return tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: fixedTime, Format: tar.FormatUSTAR})
+		return tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: FixedTime, Format: tar.FormatUSTAR})
 	}
 	if err := file(ocispec.ImageLayoutFile, layout); err != nil {
 		return err

@@ -169,7 +169,7 @@ func TestBusyboxImageLayout(t *testing.T) {
 			assert.Equal(t, want.uid, e.hdr.Uid, name)
 			assert.Equal(t, want.uid, e.hdr.Gid, name)
 			assert.Equal(t, want.link, e.hdr.Linkname, name)
-			assert.True(t, e.hdr.ModTime.Equal(fixedTime), name)
+			assert.True(t, e.hdr.ModTime.Equal(FixedTime), name)
 		}
 	}
 	assert.Empty(t, layer["etc/resolv.conf"].data)
@@ -237,20 +237,95 @@ func TestBusyboxImageErrors(t *testing.T) {
 	}
 }
 
-func TestLayerNodesRefusesBadApplets(t *testing.T) {
+func TestBusyboxTreeRefusesBadApplets(t *testing.T) {
 	for _, applet := range []string{"", ".", "..", "a/b", "x\x00"} {
-		_, err := layerNodes([]byte("bb"), []string{"ls", applet})
+		_, err := BusyboxTree([]byte("bb"), []string{"ls", applet}, VcapUser)
 		assert.EqualError(t, err, fmt.Sprintf("invalid busybox applet name %q", applet))
 	}
-	nodes, err := layerNodes([]byte("bb"), []string{"sh", "ls", "sh", "busybox"})
+	entries, err := BusyboxTree([]byte("bb"), []string{"sh", "ls", "sh", "busybox"}, VcapUser)
 	require.NoError(t, err)
 	var links []string
-	for _, n := range nodes {
-		if strings.HasPrefix(n.name, "bin/") && n.typeflag == tar.TypeSymlink {
-			links = append(links, n.name)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name, "bin/") && e.Typeflag == tar.TypeSymlink {
+			links = append(links, e.Name)
 		}
 	}
 	assert.Equal(t, []string{"bin/ls", "bin/sh"}, links, "sorted, deduplicated, busybox itself skipped")
+}
+
+func TestBusyboxTreeForAnotherUser(t *testing.T) {
+	entries, err := BusyboxTree([]byte("bb"), []string{"sh"}, User{Name: "app", ID: 1000})
+	require.NoError(t, err)
+	byName := map[string]Entry{}
+	for _, e := range entries {
+		byName[e.Name] = e
+	}
+	home, ok := byName["home/app/"]
+	require.True(t, ok, "the user's home")
+	assert.Equal(t, [2]int{1000, 1000}, [2]int{home.UID, home.GID})
+	assert.NotContains(t, byName, "home/vcap/")
+	assert.Contains(t, string(byName["etc/passwd"].Body), "\napp:x:1000:1000:app:/home/app:/bin/sh\n")
+	assert.Contains(t, string(byName["etc/group"].Body), "\napp:x:1000:\n")
+	assert.NotContains(t, string(byName["etc/passwd"].Body), "vcap")
+}
+
+func TestBusyboxTreeRefusesBadUsers(t *testing.T) {
+	for _, tc := range []struct {
+		user User
+		want []string
+	}{
+		{User{Name: "", ID: 1000}, []string{`name ""`}},
+		{User{Name: "a:b", ID: 1000}, []string{`name "a:b"`}},
+		{User{Name: "Upper", ID: 1000}, []string{`name "Upper"`}},
+		{User{Name: "x\ny", ID: 1000}, []string{`name "x\ny"`}},
+		{User{Name: "root", ID: 1000}, []string{`name "root"`, "not be root or nobody"}},
+		{User{Name: "nobody", ID: 1000}, []string{`name "nobody"`}},
+		{User{Name: "app", ID: 0}, []string{"id 0 must be between 1 and 65533"}},
+		{User{Name: "app", ID: 65534}, []string{"id 65534 must be between 1 and 65533"}},
+		{User{Name: "", ID: -1}, []string{`name ""`, "id -1 must be"}},
+	} {
+		_, err := BusyboxTree([]byte("bb"), []string{"sh"}, tc.user)
+		require.Error(t, err, "%+v", tc.user)
+		assert.ErrorContains(t, err, "invalid busybox tree user: ")
+		for _, w := range tc.want {
+			assert.ErrorContains(t, err, w, "%+v", tc.user)
+		}
+	}
+}
+
+func TestWriteTarIsDeterministicAndKeepsOrder(t *testing.T) {
+	entries := []Entry{
+		Dir("app", 0o755).OwnedBy(1000, 1001),
+		File("app/x", 0o600, "x\n"),
+		Symlink("app/y", "x"),
+	}
+	a, err := WriteTar(entries)
+	require.NoError(t, err)
+	b, err := WriteTar(entries)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	tr := tar.NewReader(bytes.NewReader(a))
+	for _, want := range entries {
+		hdr, err := tr.Next()
+		require.NoError(t, err)
+		assert.Equal(t, want.Name, hdr.Name)
+		assert.Equal(t, want.Typeflag, hdr.Typeflag)
+		assert.Equal(t, want.Mode, hdr.Mode)
+		assert.Equal(t, want.UID, hdr.Uid)
+		assert.Equal(t, want.GID, hdr.Gid)
+		assert.Equal(t, want.Link, hdr.Linkname)
+		assert.Empty(t, hdr.Uname)
+		assert.Empty(t, hdr.Gname)
+		assert.True(t, hdr.ModTime.Equal(FixedTime))
+		body, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		assert.Equal(t, string(want.Body), string(body))
+	}
+	_, err = tr.Next()
+	assert.ErrorIs(t, err, io.EOF)
+
+	_, err = WriteTar([]Entry{File(strings.Repeat("n/", 200)+"f", 0o644, "")})
+	assert.ErrorContains(t, err, "layer entry n/n/")
 }
 
 // TestImportsAndRunsInContainerd imports the image into containerd and runs it the way

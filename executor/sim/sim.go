@@ -64,6 +64,10 @@ type container struct {
 	createdAt time.Time
 	procs     map[string]*process
 	files     map[string][]byte
+	// interactive are the operator processes (ExecInteractive), oldest first.
+	interactive []*interactive
+	// oomKills is what List reports as the container's OOM kill count (SetOOMKills).
+	oomKills uint64
 }
 
 var _ executor.Runtime = (*Runtime)(nil)
@@ -187,6 +191,9 @@ func (c *container) killAll() {
 	for _, p := range c.procs {
 		p.exit(137)
 	}
+	for _, p := range c.interactive {
+		p.exit(137)
+	}
 }
 
 // List returns every container.
@@ -197,7 +204,7 @@ func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error)
 	for guid, c := range r.containers {
 		out = append(out, executor.RuntimeContainer{
 			Guid: guid, Tags: c.spec.Tags, NetInfo: c.net, State: c.spec.State,
-			Alive: true, CreatedAt: c.createdAt,
+			Alive: true, CreatedAt: c.createdAt, OOMKills: c.oomKills,
 		})
 	}
 	return out, nil
@@ -239,6 +246,16 @@ func (r *Runtime) Ping(ctx context.Context) error { return nil }
 // Events delivers events until ctx ends. Slow readers lose events.
 func (r *Runtime) Events(ctx context.Context) <-chan executor.RuntimeEvent {
 	return r.events.Subscribe(ctx, 64)
+}
+
+// SetOOMKills sets the OOM kill count List reports for guid, as if its memory limit had
+// killed n processes (a test hook for kills whose event was missed).
+func (r *Runtime) SetOOMKills(guid string, n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.containers[guid]; ok {
+		c.oomKills = n
+	}
 }
 
 // Emit delivers an event to every Events reader (a test hook, e.g. for OOM notices).

@@ -3,14 +3,19 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"drover.dev/executor/firewall"
 	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
+	"drover.dev/lib/dockerref"
 	"drover.dev/lib/logging"
 	"drover.dev/lib/tlsconfig"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 // Defaults.
@@ -38,6 +43,14 @@ const (
 	DefaultEvacuationTimeout = 10 * time.Minute
 	// DefaultEvacuationPollingInterval is the bulk sync and evacuator period while draining.
 	DefaultEvacuationPollingInterval = 10 * time.Second
+	// DefaultRegistry is the registry of docker:///REPOSITORY URLs.
+	DefaultRegistry = "docker.io"
+	// DefaultImageGCGrace is how long a pulled image outlives its last container.
+	DefaultImageGCGrace = 10 * time.Minute
+	// DefaultImagePullTimeout bounds one image pull.
+	DefaultImagePullTimeout = 5 * time.Minute
+	// MaxInsecureRegistries bounds executor.insecure_registries.
+	MaxInsecureRegistries = 100
 )
 
 // Config is the rep's configuration file.
@@ -122,6 +135,22 @@ type ExecutorConfig struct {
 	MetricsInterval libconfig.Duration `json:"metrics_interval"`
 	// DiskPollInterval is how often the containerd backend checks disk usage against disk_mb.
 	DiskPollInterval libconfig.Duration `json:"disk_poll_interval"`
+	// DefaultRegistry is the registry HOST[:PORT] of docker:///REPOSITORY URLs.
+	DefaultRegistry string `json:"default_registry"`
+	// InsecureRegistries are the HOST[:PORT] registries pulled from over plain HTTP;
+	// every other registry is HTTPS.
+	InsecureRegistries []string `json:"insecure_registries,omitempty"`
+	// RegistryCAFile is a PEM bundle trusted for registries besides the system roots.
+	RegistryCAFile string `json:"registry_ca_file,omitempty"`
+	// ImageGCGrace is how long a pulled image is kept after its last container is
+	// deleted (0 removes it at once); preloaded images are never removed.
+	ImageGCGrace libconfig.Duration `json:"image_gc_grace"`
+	// ImagePullTimeout bounds one pull (resolve, fetch, unpack).
+	ImagePullTimeout libconfig.Duration `json:"image_pull_timeout"`
+	// DefaultEgressRules open every container's network (default deny) on the
+	// containerd backend, e.g. to DNS: the LRP API's egress rule JSON, validated by its
+	// rules; a container's own rules take precedence over them.
+	DefaultEgressRules []*modelsv1.EgressRule `json:"default_egress_rules,omitempty"`
 	// Sim configures the simulated backend.
 	SimStartLatency libconfig.Duration `json:"sim_start_latency,omitempty"`
 	SimFailureRate  float64            `json:"sim_failure_rate,omitempty"`
@@ -162,6 +191,9 @@ func Default() Config {
 			ReapInterval:        libconfig.Duration(DefaultReapInterval),
 			MetricsInterval:     libconfig.Duration(DefaultMetricsInterval),
 			DiskPollInterval:    libconfig.Duration(DefaultDiskPollInterval),
+			DefaultRegistry:     DefaultRegistry,
+			ImageGCGrace:        libconfig.Duration(DefaultImageGCGrace),
+			ImagePullTimeout:    libconfig.Duration(DefaultImagePullTimeout),
 		},
 		LogLevel: DefaultLogLevel,
 	}
@@ -274,6 +306,8 @@ func (e *ExecutorConfig) validate() error {
 			errs = append(errs, libconfig.Invalid("executor."+d.field, "must be positive, got %s", d.value.Duration()))
 		}
 	}
+	errs = append(errs, e.validateRegistry()...)
+	errs = append(errs, validateEgressRules(e.DefaultEgressRules)...)
 	if e.MaxCacheBytes <= 0 {
 		errs = append(errs, libconfig.Invalid("executor.max_cache_bytes", "must be positive, got %d", e.MaxCacheBytes))
 	}
@@ -281,4 +315,58 @@ func (e *ExecutorConfig) validate() error {
 		errs = append(errs, libconfig.Invalid("executor.log_lines_per_instance", "must be positive, got %d", e.LogLinesPerInstance))
 	}
 	return errors.Join(errs...)
+}
+
+// validateRegistry checks the settings of docker:// pulls.
+func (e *ExecutorConfig) validateRegistry() []error {
+	var errs []error
+	if !registryHost(e.DefaultRegistry) {
+		errs = append(errs, libconfig.Invalid("executor.default_registry", "must be HOST[:PORT], got %q", e.DefaultRegistry))
+	}
+	if len(e.InsecureRegistries) > MaxInsecureRegistries {
+		errs = append(errs, libconfig.Invalid("executor.insecure_registries", "must have at most %d entries, got %d", MaxInsecureRegistries, len(e.InsecureRegistries)))
+	}
+	for i, h := range e.InsecureRegistries {
+		if !registryHost(h) {
+			errs = append(errs, libconfig.Invalid(fmt.Sprintf("executor.insecure_registries[%d]", i), "must be HOST[:PORT], got %q", h))
+		}
+	}
+	if e.RegistryCAFile != "" && !filepath.IsAbs(e.RegistryCAFile) {
+		errs = append(errs, libconfig.Invalid("executor.registry_ca_file", "must be an absolute path, got %q", e.RegistryCAFile))
+	}
+	if e.ImageGCGrace < 0 {
+		errs = append(errs, libconfig.Invalid("executor.image_gc_grace", "must not be negative, got %s", e.ImageGCGrace.Duration()))
+	}
+	if e.ImagePullTimeout <= 0 {
+		errs = append(errs, libconfig.Invalid("executor.image_pull_timeout", "must be positive, got %s", e.ImagePullTimeout.Duration()))
+	}
+	return errs
+}
+
+// registryHost reports whether s is a registry HOST[:PORT], as a docker URL names it.
+func registryHost(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	ref, err := dockerref.Parse("docker://" + s + "/x")
+	return err == nil && ref.Registry == s
+}
+
+// validateEgressRules checks the cell's default egress rules by the LRP API's rules (as
+// the firewall parses them), one error per bad field: executor.default_egress_rules[i].field.
+func validateEgressRules(rules []*modelsv1.EgressRule) []error {
+	_, err := firewall.Parse("executor.default_egress_rules", rules)
+	if err == nil {
+		return nil
+	}
+	each := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		each = joined.Unwrap()
+	}
+	out := make([]error, 0, len(each))
+	for _, e := range each {
+		field, reason, _ := strings.Cut(e.Error(), ": ")
+		out = append(out, libconfig.Invalid(field, "%s", reason))
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/tlsconfig"
+	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
 func valid() Config {
@@ -77,6 +79,32 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"executor.disk_poll_interval", func(c *Config) { c.Executor.DiskPollInterval = 0 }},
 		{"executor.max_cache_bytes", func(c *Config) { c.Executor.MaxCacheBytes = 0 }},
 		{"executor.log_lines_per_instance", func(c *Config) { c.Executor.LogLinesPerInstance = 0 }},
+		{"executor.default_registry", func(c *Config) { c.Executor.DefaultRegistry = "" }},
+		{"executor.default_registry", func(c *Config) { c.Executor.DefaultRegistry = "https://registry.local" }},
+		{"executor.default_registry", func(c *Config) { c.Executor.DefaultRegistry = "registry.local/path" }},
+		{"executor.insecure_registries[1]", func(c *Config) { c.Executor.InsecureRegistries = []string{"127.0.0.1:5000", "user@host"} }},
+		{"executor.insecure_registries", func(c *Config) {
+			c.Executor.InsecureRegistries = make([]string, MaxInsecureRegistries+1)
+			for i := range c.Executor.InsecureRegistries {
+				c.Executor.InsecureRegistries[i] = "r.local:5000"
+			}
+		}},
+		{"executor.registry_ca_file", func(c *Config) { c.Executor.RegistryCAFile = "ca.pem" }},
+		{"executor.image_gc_grace", func(c *Config) { c.Executor.ImageGCGrace = -1 }},
+		{"executor.image_pull_timeout", func(c *Config) { c.Executor.ImagePullTimeout = 0 }},
+		{"executor.default_egress_rules[1].protocol", func(c *Config) {
+			c.Executor.DefaultEgressRules = []*modelsv1.EgressRule{
+				{Protocol: "udp", Destinations: []string{"10.0.0.53"}, Ports: []uint32{53}},
+				{Protocol: "icmpv6", Destinations: []string{"10.0.0.1"}},
+			}
+		}},
+		{"executor.default_egress_rules[0].icmp_info.code", func(c *Config) {
+			typ := int32(8)
+			c.Executor.DefaultEgressRules = []*modelsv1.EgressRule{{Protocol: "icmp", Destinations: []string{"10.0.0.1"}, IcmpInfo: &modelsv1.ICMPInfo{Type: &typ}}}
+		}},
+		{"executor.default_egress_rules[0].destinations[0]", func(c *Config) {
+			c.Executor.DefaultEgressRules = []*modelsv1.EgressRule{{Protocol: "all", Destinations: []string{"10.0.0.9-10.0.0.1"}}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -118,6 +146,28 @@ func TestLoadKeepsDefaults(t *testing.T) {
 	require.ErrorContains(t, err, "cell_id")
 }
 
+func TestLoadRegistrySettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rep.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"cell_id":"cell-7","executor":{"backend":"sim","state_dir":"/tmp/x"}}`), 0o600))
+	c, err := Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "docker.io", c.Executor.DefaultRegistry)
+	require.Empty(t, c.Executor.InsecureRegistries)
+	require.Equal(t, 10*time.Minute, c.Executor.ImageGCGrace.Duration())
+	require.Equal(t, 5*time.Minute, c.Executor.ImagePullTimeout.Duration())
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"cell_id":"cell-7","executor":{"backend":"sim","state_dir":"/tmp/x",
+		"default_registry":"127.0.0.1:5000","insecure_registries":["127.0.0.1:5000","[::1]:5001"],
+		"registry_ca_file":"/etc/drover/ca.pem","image_gc_grace":"0s","image_pull_timeout":"1m"}}`), 0o600))
+	c, err = Load(path)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:5000", c.Executor.DefaultRegistry)
+	require.Equal(t, []string{"127.0.0.1:5000", "[::1]:5001"}, c.Executor.InsecureRegistries)
+	require.Equal(t, "/etc/drover/ca.pem", c.Executor.RegistryCAFile)
+	require.Zero(t, c.Executor.ImageGCGrace.Duration())
+	require.Equal(t, time.Minute, c.Executor.ImagePullTimeout.Duration())
+}
+
 func TestLoadEvacuationSettings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rep.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"cell_id":"cell-7","executor":{"backend":"sim","state_dir":"/tmp/x"},
@@ -127,4 +177,17 @@ func TestLoadEvacuationSettings(t *testing.T) {
 	require.True(t, c.EvacuateOnSigterm)
 	require.Equal(t, 2*time.Minute, c.EvacuationTimeout.Duration())
 	require.Equal(t, time.Second, c.EvacuationPollingInterval.Duration())
+}
+
+func TestDefaultEgressRulesDecodeInTheLRPAPIShape(t *testing.T) {
+	c := valid()
+	require.NoError(t, json.Unmarshal([]byte(`{"executor": {"default_egress_rules": [
+		{"protocol": "udp", "destinations": ["10.0.0.53"], "ports": [53]},
+		{"protocol": "tcp", "destinations": ["10.0.0.0-10.0.0.9"], "port_range": {"start": 1, "end": 1024}, "log": true},
+		{"protocol": "icmp", "destinations": ["10.0.0.1/32"], "icmp_info": {"type": 8, "code": 0}}]}}`), &c))
+	require.NoError(t, c.Validate())
+	require.Len(t, c.Executor.DefaultEgressRules, 3)
+	require.Equal(t, uint32(1024), c.Executor.DefaultEgressRules[1].GetPortRange().GetEnd())
+	require.Equal(t, int32(0), c.Executor.DefaultEgressRules[2].GetIcmpInfo().GetCode())
+	require.NotNil(t, c.Executor.DefaultEgressRules[2].GetIcmpInfo().Code)
 }

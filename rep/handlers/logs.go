@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"drover.dev/executor"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
+	"drover.dev/rep/crashlogs"
 )
 
 // Log batching: a response carries at most logBatchLines lines and is sent at the
@@ -58,6 +60,9 @@ func (s *Server) StreamLogs(req *repv1.StreamLogsRequest, stream repv1.RepServic
 	}
 	if req.GetTail() < 0 {
 		return status.Error(codes.InvalidArgument, "tail must not be negative")
+	}
+	if req.GetPrevious() {
+		return s.streamPreviousLogs(req, stream)
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -144,4 +149,71 @@ func sendBatches(ctx context.Context, stream repv1.RepService_StreamLogsServer, 
 			return nil
 		}
 	}
+}
+
+// PreviousLogs is the kept output of crashed instances (crashlogs.Store).
+type PreviousLogs interface {
+	Get(processGuid string, index *int32) []crashlogs.Entry
+}
+
+// SetPreviousLogs makes StreamLogs answer previous requests from p; call it before
+// serving.
+func (s *Server) SetPreviousLogs(p PreviousLogs) { s.previous = p }
+
+// streamPreviousLogs sends the kept last lines of the crashed predecessors of an LRP's
+// instances (of one index when set), the last tail of each when tail is set.
+func (s *Server) streamPreviousLogs(req *repv1.StreamLogsRequest, stream repv1.RepService_StreamLogsServer) error {
+	var bad []string
+	if req.GetTaskGuid() != "" {
+		bad = append(bad, "previous is for an LRP's instances, not a task (task_guid must be empty)")
+	}
+	if req.GetFollow() {
+		bad = append(bad, "previous cannot follow: a crashed instance writes no more lines (follow must be false)")
+	}
+	if len(bad) > 0 {
+		return status.Error(codes.InvalidArgument, strings.Join(bad, "; "))
+	}
+	if s.previous == nil {
+		return status.Errorf(codes.Unimplemented, "cell %s keeps no output of crashed instances", s.cell.ID)
+	}
+	entries := s.previous.Get(req.GetProcessGuid(), req.Index)
+	if len(entries) == 0 {
+		return status.Errorf(codes.NotFound, "no crashed instance of process_guid %q%s kept on cell %s", req.GetProcessGuid(), indexText(req.Index), s.cell.ID)
+	}
+	var batch []*repv1.LogLine
+	for _, e := range entries {
+		lines := e.Lines
+		if tail := int(req.GetTail()); tail > 0 && len(lines) > tail {
+			lines = lines[len(lines)-tail:]
+		}
+		for _, l := range lines {
+			batch = append(batch, &repv1.LogLine{
+				ContainerGuid: l.ContainerGuid,
+				ProcessGuid:   e.ProcessGuid,
+				Index:         e.Index,
+				Source:        l.Source,
+				Stream:        l.Stream,
+				Text:          l.Text,
+				Timestamp:     l.Time.UnixNano(),
+			})
+			if len(batch) == logBatchLines {
+				if err := stream.Send(&repv1.StreamLogsResponse{Lines: batch}); err != nil {
+					return err
+				}
+				batch = nil
+			}
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	return stream.Send(&repv1.StreamLogsResponse{Lines: batch})
+}
+
+// indexText is " index N" for a set index, else "".
+func indexText(index *int32) string {
+	if index == nil {
+		return ""
+	}
+	return " index " + strconv.Itoa(int(*index))
 }

@@ -7,8 +7,9 @@ import (
 
 // Policy is who may call the rep (docs/architecture.md "Authorisation"): the
 // auctioneer asks for State and sends work, the BBS stops instances and cancels tasks,
-// operators may do all that, evacuate the cell and read its logs and metrics; any
-// authenticated caller may Ping. Every other caller, cells included, is refused.
+// operators may do all that, evacuate the cell, read its logs and metrics and exec
+// into its instances; any authenticated caller may Ping. Every other caller, cells
+// included, is refused.
 func Policy() authz.Policy {
 	const (
 		operator   = authz.RoleOperator
@@ -24,5 +25,6 @@ func Policy() authz.Policy {
 		repv1.RepService_StreamLogs_FullMethodName:       authz.Allow(operator),
 		repv1.RepService_ContainerMetrics_FullMethodName: authz.Allow(operator),
 		repv1.RepService_Evacuate_FullMethodName:         authz.Allow(operator),
+		repv1.RepService_Exec_FullMethodName:             authz.Allow(operator),
 	})
 }

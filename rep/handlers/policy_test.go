@@ -25,7 +25,7 @@ func TestPolicyHasARuleForEveryMethod(t *testing.T) {
 	New(testCell, fakeexec.New(executor.Resources{}), nil, nil).Register(srv)
 	require.Empty(t, Policy().Unruled(authz.ServerMethods(srv)))
 	require.Empty(t, Policy().Unruled(authz.PackageMethods("drover.rep.v1")))
-	require.Len(t, authz.PackageMethods("drover.rep.v1"), 8)
+	require.Len(t, authz.PackageMethods("drover.rep.v1"), 9)
 }
 
 // TestRepAuthorisationTable is issue 12's acceptance 2 for the rep: every RPC as every
@@ -81,6 +81,17 @@ func TestRepAuthorisationTable(t *testing.T) {
 		})},
 		{repv1.RepService_ContainerMetrics_FullMethodName, []string{"operator"}, rep(func(ctx context.Context, c repv1.RepServiceClient) error {
 			_, err := c.ContainerMetrics(ctx, &repv1.ContainerMetricsRequest{})
+			return err
+		})},
+		// Exec: only operators (the server here has no WithExec: Unimplemented, not PermissionDenied).
+		{repv1.RepService_Exec_FullMethodName, []string{"operator"}, rep(func(ctx context.Context, c repv1.RepServiceClient) error {
+			stream, err := c.Exec(ctx)
+			if err != nil {
+				return err
+			}
+			_ = stream.Send(&repv1.ExecRequest{Payload: &repv1.ExecRequest_Start{Start: &repv1.ExecStart{ProcessGuid: "absent", Args: []string{"sh"}}}})
+			_ = stream.CloseSend()
+			_, err = stream.Recv()
 			return err
 		})},
 		// Evacuate after Perform: it starts draining the cell.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,8 +42,14 @@ type Server struct {
 	exec   executor.Client
 	evac   Evacuation
 	logger *slog.Logger
+	// execBBS enables Exec (WithExec); nil refuses it.
+	execBBS ExecBBS
+	// execs counts the Exec streams being served (at most MaxConcurrentExecs).
+	execs atomic.Int32
 	// background tracks work that outlives its request (task cancellation).
 	background sync.WaitGroup
+	// previous serves logs --previous; nil refuses it (SetPreviousLogs).
+	previous PreviousLogs
 }
 
 var _ repv1.RepServiceServer = (*Server)(nil)

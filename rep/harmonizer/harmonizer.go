@@ -9,6 +9,7 @@ import (
 
 	"drover.dev/executor"
 	"drover.dev/lib/logging"
+	"drover.dev/rep/crashlogs"
 )
 
 // DefaultWorkers bounds how many container operations run at once.
@@ -29,6 +30,16 @@ type Config struct {
 	// EvacuationPollingInterval is the bulk sync period while evacuating
 	// (PollingInterval when 0).
 	EvacuationPollingInterval time.Duration
+	// CrashLogs, when set, keeps the last lines of each crashed instance's container
+	// before it is deleted (logs --previous).
+	CrashLogs CrashLogKeeper
+}
+
+// CrashLogKeeper keeps the last output of crashed instances (crashlogs.Store).
+type CrashLogKeeper interface {
+	// MaxLines is how many last lines are worth reading.
+	MaxLines() int
+	Keep(key crashlogs.Key, lines []executor.LogLine)
 }
 
 // Evacuation is the cell's evacuation state as the harmonizer reads it.

@@ -3,11 +3,13 @@ package harmonizer
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"drover.dev/bbs/models"
 	"drover.dev/executor"
 	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	"drover.dev/rep/crashlogs"
 	"drover.dev/rep/translate"
 )
 
@@ -108,6 +110,8 @@ func (h *Harmonizer) lrpCompleted(ctx context.Context, c executor.Container, key
 		err = h.bbs.RemoveActualLRP(ctx, key.GetProcessGuid(), key.GetIndex(), instance)
 		h.metrics.bbsCall("remove-actual-lrp", err)
 	} else {
+		// Kept before the crash is reported: once the BBS shows it, so does logs --previous.
+		h.keepCrashLog(ctx, c, key, logger)
 		err = h.bbs.CrashActualLRP(ctx, key, instance, c.RunResult.FailureReason)
 		h.metrics.bbsCall("crash-actual-lrp", err)
 	}
@@ -120,4 +124,29 @@ func (h *Harmonizer) lrpCompleted(ctx context.Context, c executor.Container, key
 		logger.Info("reported-completed-actual-lrp", "stopped", c.RunResult.Stopped, "reason", c.RunResult.FailureReason)
 	}
 	h.deleteContainer(ctx, c.Guid, logger)
+}
+
+// crashLogReadTimeout bounds reading a crashed container's kept lines.
+const crashLogReadTimeout = 5 * time.Second
+
+// keepCrashLog hands the last lines of a crashed instance's container to the crash
+// log keeper, if there is one, before the container and its lines are deleted. A
+// crash reported again (the BBS was unreachable) keeps the same lines again.
+func (h *Harmonizer) keepCrashLog(ctx context.Context, c executor.Container, key *modelsv1.ActualLRPKey, logger *slog.Logger) {
+	if h.cfg.CrashLogs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, crashLogReadTimeout)
+	defer cancel()
+	ch, err := h.exec.Logs(ctx, c.Guid, executor.LogOptions{Tail: h.cfg.CrashLogs.MaxLines()})
+	if err != nil {
+		logger.Error("failed-to-read-crashed-container-logs", "error", err.Error())
+		return
+	}
+	var lines []executor.LogLine
+	for l := range ch {
+		lines = append(lines, l)
+	}
+	h.cfg.CrashLogs.Keep(crashlogs.Key{ProcessGuid: key.GetProcessGuid(), Index: key.GetIndex()}, lines)
+	logger.Info("kept-crashed-container-logs", "lines", len(lines))
 }

@@ -47,6 +47,9 @@ func LRPRunRequest(guid string, index int32, lrp *modelsv1.DesiredLRP) executor.
 			LogGuid:            lrp.GetLogGuid(),
 			LogIndex:           int(index),
 			LogSource:          lrp.GetLogSource(),
+			ImageUsername:      lrp.GetImageUsername(),
+			ImagePassword:      lrp.GetImagePassword(),
+			ImageLayers:        lrp.GetImageLayers(),
 		},
 	}
 }
@@ -67,6 +70,9 @@ func TaskRunRequest(task *modelsv1.Task) executor.RunRequest {
 			EgressRules:        def.GetEgressRules(),
 			LogGuid:            def.GetLogGuid(),
 			LogSource:          def.GetLogSource(),
+			ImageUsername:      def.GetImageUsername(),
+			ImagePassword:      def.GetImagePassword(),
+			ImageLayers:        def.GetImageLayers(),
 		},
 	}
 	if def.GetResultFile() != "" {

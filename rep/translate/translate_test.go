@@ -111,3 +111,22 @@ func TestLRPKeys(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+func TestRunRequestsCarryImageCredentialsAndLayers(t *testing.T) {
+	layers := []*modelsv1.ImageLayer{{Name: "extra", Url: "http://fs/extra.tgz", DestinationPath: "/opt",
+		LayerType: modelsv1.ImageLayer_LAYER_TYPE_SHARED, MediaType: modelsv1.ImageLayer_MEDIA_TYPE_TGZ,
+		DigestAlgorithm: "sha256", DigestValue: "abc"}}
+	lrp := &modelsv1.DesiredLRP{ProcessGuid: "pg", Rootfs: "docker://r.local/app#v1",
+		ImageUsername: "user", ImagePassword: "secret", ImageLayers: layers}
+	ri := LRPRunRequest("g", 0, lrp).RunInfo
+	require.Equal(t, "user", ri.ImageUsername)
+	require.Equal(t, "secret", ri.ImagePassword)
+	require.Equal(t, layers, ri.ImageLayers)
+
+	task := &modelsv1.Task{TaskGuid: "t", TaskDefinition: &modelsv1.TaskDefinition{Rootfs: "docker://r.local/app#v1",
+		ImageUsername: "tuser", ImagePassword: "tsecret", ImageLayers: layers}}
+	ri = TaskRunRequest(task).RunInfo
+	require.Equal(t, "tuser", ri.ImageUsername)
+	require.Equal(t, "tsecret", ri.ImagePassword)
+	require.Equal(t, layers, ri.ImageLayers)
+}

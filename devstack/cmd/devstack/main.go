@@ -5,12 +5,15 @@
 //	            [-rep-port P] [-auctioneer-port P] [-auctioneer-debug-port P] [-converger-debug-port P]
 //	            [-router-port P] [-router-admin-port P] [-route-emitter-port P]
 //	            [-route-emitter-debug-port P] [-fileserver-port P] [-fileserver-debug-port P]
+//	            [-registry-port P] [-registry-tls-port P]
 //	            [-database-url URL]
 //	devstack down
 //	devstack status
 //
 // The stack lives in $DROVER_HOME (default .drover of the repository); `up` returns with
 // everything running in the background and `down`, from any process, stops it all.
+// `up` over a running stack keeps what runs: -cells N adds or removes cells without
+// touching the others, and any other flag that differs from what runs is refused.
 package main
 
 import (
@@ -57,8 +60,27 @@ func usage() {
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "devstack: "+format+"\n", args...) }
 
 func up(ctx context.Context, args []string) error {
-	opts := devstack.Options{Logf: logf, Ports: devstack.DefaultPorts}
-	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	opts, err := parseUp(args, flag.ExitOnError)
+	if err != nil {
+		return err
+	}
+	opts.Logf = logf
+	s, err := devstack.Up(ctx, opts)
+	if errors.Is(err, devstack.ErrRunningStack) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w\n(run `make down` to clean up)", err)
+	}
+	printWelcome(s)
+	return nil
+}
+
+// parseUp turns `devstack up`'s flags into Options: a flag not given stays zero (the
+// default for a new stack, what runs for a running one); -cells 0 asks for none.
+func parseUp(args []string, onError flag.ErrorHandling) (devstack.Options, error) {
+	opts := devstack.Options{Ports: devstack.DefaultPorts}
+	fs := flag.NewFlagSet("up", onError)
 	fs.IntVar(&opts.Replicas, "replicas", 1, "number of BBS processes")
 	fs.IntVar(&opts.Ports.GRPC, "grpc-port", opts.Ports.GRPC, "gRPC port of the first BBS")
 	fs.IntVar(&opts.Ports.HTTP, "http-port", opts.Ports.HTTP, "HTTPS port of the first BBS")
@@ -74,19 +96,38 @@ func up(ctx context.Context, args []string) error {
 	fs.IntVar(&opts.RouteEmitterPorts.Debug, "route-emitter-debug-port", devstack.DefaultRouteEmitterPorts.Debug, "debug port of the route-emitter")
 	fs.IntVar(&opts.FileserverPorts.HTTP, "fileserver-port", devstack.DefaultFileserverPorts.HTTP, "HTTP port of the fileserver (runs with cells)")
 	fs.IntVar(&opts.FileserverPorts.Debug, "fileserver-debug-port", devstack.DefaultFileserverPorts.Debug, "debug port of the fileserver")
+	fs.IntVar(&opts.RegistryPorts.Plain, "registry-port", devstack.DefaultRegistryPorts.Plain, "port of the plain HTTP registry (runs with cells)")
+	fs.IntVar(&opts.RegistryPorts.TLS, "registry-tls-port", devstack.DefaultRegistryPorts.TLS, "port of the TLS registry with basic auth (runs with cells)")
 	fs.StringVar(&opts.DatabaseURL, "database-url", "", "use this database instead of the private Postgres")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return devstack.Options{}, err
 	}
-	if opts.Cells == 0 {
+	if fs.NArg() > 0 {
+		return devstack.Options{}, fmt.Errorf("up: unexpected arguments %q (flags only; see devstack up -h)", fs.Args())
+	}
+	unsetToZero(fs)
+	if opts.Cells == 0 && given(fs, "cells") {
 		opts.Cells = -1 // Options: negative means none
 	}
-	s, err := devstack.Up(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("%w\n(run `make down` to clean up)", err)
-	}
-	printWelcome(s)
-	return nil
+	return opts, nil
+}
+
+// unsetToZero zeroes every flag not given on the command line: devstack.Options then
+// takes its defaults for a new stack and keeps what a running stack runs with, and
+// refuses only what was asked for.
+func unsetToZero(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if !given(fs, f.Name) && f.DefValue != "" {
+			_ = f.Value.Set("0")
+		}
+	})
+}
+
+// given reports whether the flag was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 func down(ctx context.Context) error {
@@ -125,6 +166,9 @@ func status(ctx context.Context) error {
 		fmt.Printf("%-12s pid %-7d %s  %s\n", st.Name, st.Pid, st.Addresses, state)
 	}
 	if down > 0 {
+		if down == 1 {
+			return errors.New("1 process of the dev stack is not healthy")
+		}
 		return fmt.Errorf("%d processes of the dev stack are not healthy", down)
 	}
 	return nil

@@ -28,6 +28,10 @@ drover dev stack is up ({{.Home}}).
 {{- with .Fileserver}}
   fileserver {{.URL}}   (static {{.URL}}/v1/static/, debug {{.DebugURL}}/metrics, signing key {{$.SigningKey}})
 {{- end}}
+{{- with .Registry}}
+  registry   {{.Plain.URL}}   (plain HTTP, the cells' default registry: docker:///drover/web#v1; access log {{.Plain.AccessLogPath}})
+  registry   {{.Auth.URL}}   (TLS with {{$.Certs}}/ca.crt, basic auth {{.Auth.Username}}, password in {{.Auth.PasswordFile}})
+{{- end}}
 {{- with .RouteEmitter}}
   emitter    {{.Config.ListenAddress}}   (mTLS, debug {{.DebugURL}}/metrics, logs {{.StdoutPath}})
 {{- end}}
@@ -57,6 +61,10 @@ droverctl (finds {{.Certs}} and {{.BBS.Config.GRPCAddress}} by itself):
 {{- if and .Fileserver .Router}}
   {{.Bin}}/droverctl push examples/static-site --name hello
   curl -H 'Host: hello.example.com' {{.Router.URL}}/
+{{- end}}
+{{- if and .Registry .Router}}
+  {{.Bin}}/droverctl push --docker-image {{.Registry.Plain.Host}}/drover/web:v1 --insecure-registry --name web
+  curl -H 'Host: web.example.com' {{.Router.URL}}/
 {{- end}}
 
 grpcurl:
@@ -90,6 +98,7 @@ func printWelcome(s *devstack.Stack) {
 		"Router":       s.Router,
 		"RouteEmitter": s.RouteEmitter,
 		"Fileserver":   s.Fileserver,
+		"Registry":     s.Registry,
 		"SigningKey":   rel(filepath.Join(s.Home, filepath.FromSlash(devstack.SigningKeyFile))),
 		"NATS":         natsURL(s),
 		"Certs":        rel(s.Certs.Dir),

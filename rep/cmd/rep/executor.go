@@ -58,6 +58,14 @@ func newExecutor(cfg *config.Config, logger *slog.Logger) (executor.Client, ifri
 			},
 			GracePeriod:      ec.GracePeriod.Duration(),
 			DiskPollInterval: ec.DiskPollInterval.Duration(),
+			Registry: containerd.RegistryConfig{
+				Default:     ec.DefaultRegistry,
+				Insecure:    ec.InsecureRegistries,
+				CAFile:      ec.RegistryCAFile,
+				GCGrace:     ec.ImageGCGrace.Duration(),
+				PullTimeout: ec.ImagePullTimeout.Duration(),
+			},
+			DefaultEgressRules: ec.DefaultEgressRules,
 		}, logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("containerd runtime: %w", err)

@@ -18,6 +18,7 @@ import (
 	"drover.dev/lib/grpcserver"
 	"drover.dev/rep/cellmetrics"
 	"drover.dev/rep/config"
+	"drover.dev/rep/crashlogs"
 	"drover.dev/rep/evacuation"
 	"drover.dev/rep/handlers"
 	"drover.dev/rep/harmonizer"
@@ -43,6 +44,8 @@ type rep struct {
 	// evacuation is the cell's drain state; evacuator ends the process once it is done.
 	evacuation *evacuation.State
 	evacuator  *evacuation.Evacuator
+	// crashLogs keeps the last lines of crashed instances for logs --previous.
+	crashLogs *crashlogs.Store
 }
 
 // newRep loads the certificates, connects the BBS client and builds every member.
@@ -106,12 +109,14 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 	}
 	r.evacuation = evacuation.NewState(evacuationMetrics)
 	harmonyBBS := harmonizer.GRPCBBS{Client: bbs}
+	r.crashLogs = crashlogs.New(crashlogs.Options{})
 	r.harmony = harmonizer.New(harmonizer.Config{
 		CellID:                    cfg.CellID,
 		Zone:                      cfg.Zone,
 		PollingInterval:           cfg.PollingInterval.Duration(),
 		Evacuation:                r.evacuation,
 		EvacuationPollingInterval: cfg.EvacuationPollingInterval.Duration(),
+		CrashLogs:                 r.crashLogs,
 	}, r.exec, harmonyBBS, harmonyMetrics, logger)
 	r.evacuator = evacuation.NewEvacuator(evacuation.Config{
 		CellID:          cfg.CellID,
@@ -157,6 +162,8 @@ func (r *rep) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		PlacementTags:         r.cfg.PlacementTags,
 		OptionalPlacementTags: r.cfg.OptionalPlacementTags,
 	}, r.exec, r.evacuation, r.logger)
+	api.SetPreviousLogs(r.crashLogs)
+	api.WithExec(handlers.GRPCExecBBS{Client: r.bbs})
 	srv, healthServer := grpcserver.NewServer(r.serverTLS,
 		grpc.ChainUnaryInterceptor(r.metrics.UnaryInterceptor(), r.guard.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(r.metrics.StreamInterceptor(), r.guard.StreamInterceptor()),

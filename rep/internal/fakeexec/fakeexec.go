@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 
 	"drover.dev/executor"
+	"drover.dev/executor/sim"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 )
 
@@ -27,6 +29,7 @@ type Client struct {
 	calls      []string
 	runs       []executor.RunRequest
 	subs       []chan executor.Event
+	sim        *sim.Runtime
 }
 
 var _ executor.Client = (*Client)(nil)
@@ -40,6 +43,7 @@ func New(total executor.Resources, providers ...*modelsv1.RootFSProvider) *Clien
 		files:      map[string][]byte{},
 		logs:       map[string][]executor.LogLine{},
 		follow:     map[string]chan executor.LogLine{},
+		sim:        sim.New(sim.Config{}),
 	}
 }
 
@@ -357,3 +361,25 @@ func (c *Client) Healthy(context.Context) bool {
 	defer c.mu.Unlock()
 	return !c.unhealthy
 }
+
+// ExecInteractive runs a simulated operator process (executor/sim) in a running
+// container; Sim shows what ran.
+func (c *Client) ExecInteractive(ctx context.Context, guid string, spec executor.InteractiveSpec) (executor.InteractiveProcess, error) {
+	c.mu.Lock()
+	ct, ok := c.containers[guid]
+	c.calls = append(c.calls, "exec:"+guid)
+	c.mu.Unlock()
+	if !ok {
+		return nil, executor.ErrContainerNotFound
+	}
+	if ct.State != executor.StateRunning {
+		return nil, fmt.Errorf("%w: container %s is %s", executor.ErrInvalidStateTransition, guid, ct.State)
+	}
+	if _, err := c.sim.Create(ctx, executor.ContainerSpec{Guid: guid}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return nil, err
+	}
+	return c.sim.ExecInteractive(ctx, guid, spec)
+}
+
+// Sim is the simulated runtime ExecInteractive runs in.
+func (c *Client) Sim() *sim.Runtime { return c.sim }

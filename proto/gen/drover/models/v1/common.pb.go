@@ -394,11 +394,12 @@ func (x *PortRange) GetEnd() uint32 {
 	return 0
 }
 
-// ICMPInfo selects ICMP messages by type and code.
+// ICMPInfo selects ICMP messages by type and code. Both are required (the LRP API's
+// rule); they are optional on the wire only so that a missing one can be told from 0.
 type ICMPInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          int32                  `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
-	Code          int32                  `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Type          *int32                 `protobuf:"varint,1,opt,name=type,proto3,oneof" json:"type,omitempty"`
+	Code          *int32                 `protobuf:"varint,2,opt,name=code,proto3,oneof" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -434,15 +435,15 @@ func (*ICMPInfo) Descriptor() ([]byte, []int) {
 }
 
 func (x *ICMPInfo) GetType() int32 {
-	if x != nil {
-		return x.Type
+	if x != nil && x.Type != nil {
+		return *x.Type
 	}
 	return 0
 }
 
 func (x *ICMPInfo) GetCode() int32 {
-	if x != nil {
-		return x.Code
+	if x != nil && x.Code != nil {
+		return *x.Code
 	}
 	return 0
 }
@@ -1240,10 +1241,12 @@ const file_drover_models_v1_common_proto_rawDesc = "" +
 	"\bmax_pids\x18\x03 \x01(\x05R\amaxPids\"3\n" +
 	"\tPortRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\rR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\rR\x03end\"2\n" +
-	"\bICMPInfo\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\x05R\x04type\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\x05R\x04code\"\xe9\x01\n" +
+	"\x03end\x18\x02 \x01(\rR\x03end\"N\n" +
+	"\bICMPInfo\x12\x17\n" +
+	"\x04type\x18\x01 \x01(\x05H\x00R\x04type\x88\x01\x01\x12\x17\n" +
+	"\x04code\x18\x02 \x01(\x05H\x01R\x04code\x88\x01\x01B\a\n" +
+	"\x05_typeB\a\n" +
+	"\x05_code\"\xe9\x01\n" +
 	"\n" +
 	"EgressRule\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\"\n" +
@@ -1382,6 +1385,7 @@ func file_drover_models_v1_common_proto_init() {
 	if File_drover_models_v1_common_proto != nil {
 		return
 	}
+	file_drover_models_v1_common_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
