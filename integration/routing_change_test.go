@@ -21,7 +21,13 @@ func TestRoutingScaleUpdateDelete(t *testing.T) {
 	rs := newRoutedStack(t, 1, devstacktest.RoutingOptions{})
 	rec := recordNATS(t, rs.NATS)
 	const guid, oldHost, newHost = "routed-change", "routed-change.example.com", "routed-change-2.example.com"
-	rs.desire(t, routedLRP(t, guid, oldHost, 2))
+	lrp := routedLRP(t, guid, oldHost, 2)
+	// Like an app that drains on SIGTERM, httpd keeps serving through the stop's grace
+	// period (it inherits an ignored SIGTERM; SIGKILL ends it): the unregister must reach
+	// the router while the retired instance still serves, whoever wins the race between
+	// the route-emitter and the rep's SIGTERM.
+	lrp.Action = shAction("trap '' TERM; " + httpdScript)
+	rs.desire(t, lrp)
 	byIndex := rs.waitRunning(t, guid, 2)
 	rs.waitRouterTable(t, func() routeTable { return rs.expectedTable(t) }, routeWait, "two instances registered")
 

@@ -187,6 +187,9 @@ func ioctl(fd int, req uintptr, arg unsafe.Pointer) error {
 // limitDisk enforces limitMB on the container's snapshot with the filesystem when it
 // can. false (and no error) means it cannot here, and the disk poll enforces the limit.
 func (r *Runtime) limitDisk(guid, upper string, limitMB int) (bool, error) {
+	if r.diskByPolling {
+		return false, nil
+	}
 	err := limitSnapshotDisk(upper, limitMB)
 	switch {
 	case err == nil:

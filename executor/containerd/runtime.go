@@ -32,6 +32,9 @@ type Runtime struct {
 	fw            *firewall.Firewall
 	state         stateDir
 	swapSupported bool
+	// diskByPolling skips filesystem quotas, so that the disk poll enforces disk_mb (set
+	// by tests of the polling path on a filesystem with quotas).
+	diskByPolling bool
 
 	// ctx is namespaced and lives until Close; background work and waits use it.
 	ctx    context.Context

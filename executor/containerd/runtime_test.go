@@ -179,13 +179,12 @@ func TestUnprivilegedCannotMountPrivilegedCan(t *testing.T) {
 func TestDiskOverLimitStopsProcesses(t *testing.T) {
 	cfg := testConfig(t)
 	r := newTestRuntime(t, cfg)
+	r.diskByPolling = true // the fallback where the filesystem has no quotas
 	events := r.Events(t.Context())
 	spec := busyboxSpec(t)
 	spec.Resource.DiskMB = 5
 	create(t, r, spec)
-	if diskQuotaEnforced(t, r, spec.Guid) {
-		t.Skip("the filesystem enforces disk_mb here (btrfs quota, see TestDiskQuotaRefusesWrites); the polling fallback runs on other filesystems (DROVER_CONTAINERD_FS=plain)")
-	}
+	require.False(t, diskQuotaEnforced(t, r, spec.Guid), "the poll enforces disk_mb")
 
 	exit, _, _ := run(t, r, spec.Guid, "", "dd if=/dev/zero of=/tmp/big bs=1M count=20 && sleep 3600")
 	require.Equal(t, 137, exit.Code)
