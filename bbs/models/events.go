@@ -215,6 +215,43 @@ func instanceKeyOf(a *modelsv1.ActualLRP) *modelsv1.ActualLRPInstanceKey {
 	return &modelsv1.ActualLRPInstanceKey{InstanceGuid: a.GetInstanceGuid(), CellId: a.GetCellId()}
 }
 
+// EventProcessGUID is the process guid an LRP event (desired, actual, crash or exec) is
+// about, "" for task events and nil.
+func EventProcessGUID(e *modelsv1.Event) string {
+	switch {
+	case e.GetDesiredLrpCreated() != nil:
+		return e.GetDesiredLrpCreated().GetDesiredLrp().GetProcessGuid()
+	case e.GetDesiredLrpChanged() != nil:
+		return e.GetDesiredLrpChanged().GetAfter().GetProcessGuid()
+	case e.GetDesiredLrpRemoved() != nil:
+		return e.GetDesiredLrpRemoved().GetDesiredLrp().GetProcessGuid()
+	case e.GetActualLrpInstanceCreated() != nil:
+		return e.GetActualLrpInstanceCreated().GetActualLrp().GetProcessGuid()
+	case e.GetActualLrpInstanceChanged() != nil:
+		return e.GetActualLrpInstanceChanged().GetActualLrpKey().GetProcessGuid()
+	case e.GetActualLrpInstanceRemoved() != nil:
+		return e.GetActualLrpInstanceRemoved().GetActualLrp().GetProcessGuid()
+	case e.GetActualLrpCrashed() != nil:
+		return e.GetActualLrpCrashed().GetActualLrpKey().GetProcessGuid()
+	case e.GetExecStarted() != nil:
+		return e.GetExecStarted().GetActualLrpKey().GetProcessGuid()
+	}
+	return ""
+}
+
+// EventSubject is the process guid or task guid an event is about.
+func EventSubject(e *modelsv1.Event) string {
+	switch {
+	case e.GetTaskCreated() != nil:
+		return e.GetTaskCreated().GetTask().GetTaskGuid()
+	case e.GetTaskChanged() != nil:
+		return e.GetTaskChanged().GetAfter().GetTaskGuid()
+	case e.GetTaskRemoved() != nil:
+		return e.GetTaskRemoved().GetTask().GetTaskGuid()
+	}
+	return EventProcessGUID(e)
+}
+
 // EventType is Diego's type string of an event ("desired_lrp_created", ...), or ""
 // for nil or an event without a payload.
 func EventType(e *modelsv1.Event) string {

@@ -187,3 +187,24 @@ func TestSortInstanceEvents(t *testing.T) {
 	models.SortInstanceEvents(events)
 	require.Equal(t, []*modelsv1.Event{crash, createdRunning, changedToRunning, removed, createdUnclaimed}, events)
 }
+
+func TestEventSubjects(t *testing.T) {
+	key := &modelsv1.ActualLRPKey{ProcessGuid: "pg", Index: 1, Domain: "d"}
+	cases := []struct {
+		name          string
+		event         *modelsv1.Event
+		process, subj string
+	}{
+		{"desired", &modelsv1.Event{Payload: &modelsv1.Event_DesiredLrpRemoved{DesiredLrpRemoved: &modelsv1.DesiredLRPRemovedEvent{DesiredLrp: &modelsv1.DesiredLRP{ProcessGuid: "pg"}}}}, "pg", "pg"},
+		{"crash", &modelsv1.Event{Payload: &modelsv1.Event_ActualLrpCrashed{ActualLrpCrashed: &modelsv1.ActualLRPCrashedEvent{ActualLrpKey: key}}}, "pg", "pg"},
+		{"exec", &modelsv1.Event{Payload: &modelsv1.Event_ExecStarted{ExecStarted: &modelsv1.ExecStartedEvent{ActualLrpKey: key}}}, "pg", "pg"},
+		{"task", &modelsv1.Event{Payload: &modelsv1.Event_TaskChanged{TaskChanged: &modelsv1.TaskChangedEvent{After: &modelsv1.Task{TaskGuid: "tg"}}}}, "", "tg"},
+		{"nil", nil, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.process, models.EventProcessGUID(tc.event))
+			require.Equal(t, tc.subj, models.EventSubject(tc.event))
+		})
+	}
+}

@@ -50,7 +50,7 @@ func (w *writeTx) appendEvents(ctx context.Context) error {
 	payloads := make([][]byte, n)
 	for i, e := range w.events {
 		types[i] = models.EventType(e)
-		subjects[i] = eventSubject(e)
+		subjects[i] = models.EventSubject(e)
 		cellJSON, err := json.Marshal(nonNil(models.EventCellIDs(e)))
 		if err != nil {
 			return err
@@ -77,35 +77,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// eventSubject is the process guid or task guid an event is about.
-func eventSubject(e *modelsv1.Event) string {
-	switch {
-	case e.GetDesiredLrpCreated() != nil:
-		return e.GetDesiredLrpCreated().GetDesiredLrp().GetProcessGuid()
-	case e.GetDesiredLrpChanged() != nil:
-		return e.GetDesiredLrpChanged().GetAfter().GetProcessGuid()
-	case e.GetDesiredLrpRemoved() != nil:
-		return e.GetDesiredLrpRemoved().GetDesiredLrp().GetProcessGuid()
-	case e.GetActualLrpInstanceCreated() != nil:
-		return e.GetActualLrpInstanceCreated().GetActualLrp().GetProcessGuid()
-	case e.GetActualLrpInstanceChanged() != nil:
-		return e.GetActualLrpInstanceChanged().GetActualLrpKey().GetProcessGuid()
-	case e.GetActualLrpInstanceRemoved() != nil:
-		return e.GetActualLrpInstanceRemoved().GetActualLrp().GetProcessGuid()
-	case e.GetActualLrpCrashed() != nil:
-		return e.GetActualLrpCrashed().GetActualLrpKey().GetProcessGuid()
-	case e.GetTaskCreated() != nil:
-		return e.GetTaskCreated().GetTask().GetTaskGuid()
-	case e.GetTaskChanged() != nil:
-		return e.GetTaskChanged().GetAfter().GetTaskGuid()
-	case e.GetTaskRemoved() != nil:
-		return e.GetTaskRemoved().GetTask().GetTaskGuid()
-	case e.GetExecStarted() != nil:
-		return e.GetExecStarted().GetActualLrpKey().GetProcessGuid()
-	}
-	return ""
 }
 
 // eventsAfterSQL reads the prune watermark and the events in one snapshot, so a

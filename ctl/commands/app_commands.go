@@ -77,7 +77,7 @@ func appCommand(ctl *cli) *cobra.Command {
 			instances = append(instances, a...)
 		}
 		events, eventsErr := s.recentEvents(ctx, func(e *modelsv1.Event) bool {
-			appGUID, _, ok := push.SplitProcessGUID(output.EventProcessGUID(e))
+			appGUID, _, ok := push.SplitProcessGUID(models.EventProcessGUID(e))
 			return ok && appGUID == app.GUID
 		}, recentEventWindow, recentEventLimit)
 		return s.printApp(appRow(app, instances), instances, events, eventsErr)

@@ -33,31 +33,13 @@ func (r *Runtime) ExecInteractive(ctx context.Context, guid string, spec executo
 		return nil, errors.New("args: the command is required")
 	}
 	nctx := r.nsCtx(ctx)
-	ctr, task, err := r.loadTask(nctx, guid)
+	target, err := r.processTarget(nctx, guid, spec.User, spec.Dir)
 	if err != nil {
 		return nil, err
 	}
-	cspec, err := ctr.Spec(nctx)
-	if err != nil {
-		return nil, fmt.Errorf("container spec of %s: %w", guid, err)
-	}
-	cfs, err := openContainerFS(nctx, guid, task)
-	if err != nil {
-		return nil, err
-	}
-	cmeta, _, err := r.state.readContainerMeta(guid)
-	if err != nil {
-		cfs.Close()
-		return nil, fmt.Errorf("container meta of %s: %w", guid, err)
-	}
-	// An instance of a docker image runs as the image's USER in its WORKDIR unless told.
-	spec.User, spec.Dir = processDefaults(spec.User, spec.Dir, cmeta.Image)
-	user, err := resolveUserIn(cfs, spec.User)
-	cfs.Close()
-	if err != nil {
-		return nil, err
-	}
-	pspec := interactiveProcessSpec(cspec.Process, spec, user)
+	task := target.task
+	spec.User, spec.Dir = target.userName, target.dir
+	pspec := interactiveProcessSpec(target.base, spec, target.user)
 	id := "exec-" + randomID()
 
 	p := &interactiveProcess{guid: guid, id: id, task: task, tty: spec.TTY, done: make(chan struct{}), stdinEOF: make(chan struct{})}

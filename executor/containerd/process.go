@@ -15,10 +15,50 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // errRuntimeClosed ends waits of processes when the runtime closes.
 var errRuntimeClosed = errors.New("containerd runtime closed")
+
+// processTarget is what a new process in a running container starts from.
+type processTarget struct {
+	task containerd.Task
+	// base is the container's own process, whose settings a new process inherits.
+	base *specs.Process
+	// userName and dir are the requested ones, or the image's USER and WORKDIR.
+	userName, dir string
+	user          containerUser
+}
+
+// processTarget loads guid's task and spec, applies the image's defaults to user and dir
+// (an instance of a docker image runs as its USER in its WORKDIR unless told), and
+// resolves the user in the container's own /etc/passwd and /etc/group.
+func (r *Runtime) processTarget(ctx context.Context, guid, user, dir string) (processTarget, error) {
+	ctr, task, err := r.loadTask(ctx, guid)
+	if err != nil {
+		return processTarget{}, err
+	}
+	cspec, err := ctr.Spec(ctx)
+	if err != nil {
+		return processTarget{}, fmt.Errorf("container spec of %s: %w", guid, err)
+	}
+	cfs, err := openContainerFS(ctx, guid, task)
+	if err != nil {
+		return processTarget{}, err
+	}
+	defer cfs.Close()
+	cmeta, _, err := r.state.readContainerMeta(guid)
+	if err != nil {
+		return processTarget{}, fmt.Errorf("container meta of %s: %w", guid, err)
+	}
+	user, dir = processDefaults(user, dir, cmeta.Image)
+	u, err := resolveUserIn(cfs, user)
+	if err != nil {
+		return processTarget{}, err
+	}
+	return processTarget{task: task, base: cspec.Process, userName: user, dir: dir, user: u}, nil
+}
 
 // Exec starts a process in the container. Its stdout and stderr go to two files under
 // the state dir, written by a logger process of the shim (see outputLogger), so the
@@ -32,29 +72,12 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 	if spec.Path == "" {
 		return nil, errors.New("process path: required")
 	}
-	ctr, task, err := r.loadTask(ctx, guid)
+	target, err := r.processTarget(ctx, guid, spec.User, spec.Dir)
 	if err != nil {
 		return nil, err
 	}
-	cspec, err := ctr.Spec(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("container spec of %s: %w", guid, err)
-	}
-	cfs, err := openContainerFS(ctx, guid, task)
-	if err != nil {
-		return nil, err
-	}
-	cmeta, _, err := r.state.readContainerMeta(guid)
-	if err != nil {
-		cfs.Close()
-		return nil, fmt.Errorf("container meta of %s: %w", guid, err)
-	}
-	spec.User, spec.Dir = processDefaults(spec.User, spec.Dir, cmeta.Image)
-	user, err := resolveUserIn(cfs, spec.User)
-	cfs.Close()
-	if err != nil {
-		return nil, err
-	}
+	task, user := target.task, target.user
+	spec.User, spec.Dir = target.userName, target.dir
 	stdoutPath, stderrPath := r.state.stdout(guid, spec.ID), r.state.stderr(guid, spec.ID)
 	for _, path := range []string{stdoutPath, stderrPath} {
 		if err := createLogFile(path); err != nil {
@@ -65,7 +88,7 @@ func (r *Runtime) Exec(ctx context.Context, guid string, spec executor.ProcessSp
 	if err := writeJSON(r.state.processMeta(guid, spec.ID), meta); err != nil {
 		return nil, fmt.Errorf("write process meta: %w", err)
 	}
-	p, err := task.Exec(ctx, spec.ID, processSpec(cspec.Process, spec, user), outputLogger(stdoutPath, stderrPath))
+	p, err := task.Exec(ctx, spec.ID, processSpec(target.base, spec, user), outputLogger(stdoutPath, stderrPath))
 	if err != nil {
 		return nil, fmt.Errorf("exec %s in %s: %w", spec.ID, guid, err)
 	}
