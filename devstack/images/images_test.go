@@ -3,6 +3,7 @@ package images
 import (
 	"archive/tar"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -10,12 +11,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/lib/testenv"
 )
 
 func requireBusybox(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(DefaultBusybox); err != nil {
-		t.Skipf("busybox-static is not installed: %v", err)
+		testenv.Missing(t, "busybox-static", fmt.Sprintf("%v: install it with scripts/install-deps.sh", err))
 	}
 }
 

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"drover.dev/lib/testenv"
 )
 
 // testNet is a test's own network: a "container" namespace on a test bridge (the
@@ -36,11 +39,9 @@ type testNet struct {
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (nftables, network namespaces)")
-	}
+	testenv.RequireRoot(t, "nftables and network namespaces")
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2")
+		testenv.Missing(t, "iproute2", "install it with scripts/install-deps.sh")
 	}
 }
 
@@ -100,9 +101,7 @@ func newTestNet(t *testing.T) *testNet {
 	run(t, "ip", "-n", n.targetNS, "link", "set", "eth0", "up")
 	run(t, "ip", "-n", n.targetNS, "link", "set", "lo", "up")
 	run(t, "ip", "-n", n.targetNS, "route", "add", "default", "via", fmt.Sprintf("10.232.%d.1", n.octet))
-	if b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); strings.TrimSpace(string(b)) != "1" {
-		t.Skip("needs net.ipv4.ip_forward=1 (the cell's CNI bridge sets it)")
-	}
+	enableForwarding(t)
 	return n
 }
 
@@ -254,4 +253,18 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// enableForwarding turns net.ipv4.ip_forward on for the test's routed namespaces, as a
+// cell's CNI bridge does, and restores the previous value when the test ends.
+func enableForwarding(t *testing.T) {
+	t.Helper()
+	const path = "/proc/sys/net/ipv4/ip_forward"
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	if strings.TrimSpace(string(before)) == "1" {
+		return
+	}
+	require.NoError(t, os.WriteFile(path, []byte("1\n"), 0o644))
+	t.Cleanup(func() { _ = os.WriteFile(path, before, 0o644) })
 }
