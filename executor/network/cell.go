@@ -19,6 +19,8 @@ import (
 // iptables rules; then its namespace file), the cell's bridge with any interface still on
 // it, and any iptables rule still naming the cell's subnet, bridge or CNI network along
 // with the chains only such rules jumped to. The state directory's other files stay.
+// An attachment whose CNI DEL fails (a second DEL after a rep was killed mid-teardown) is
+// removed anyway, since the sweep removes what its DEL would have.
 // Removing what is not there succeeds; it carries on past a failure and returns them all.
 func RemoveCell(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	cfg = cfg.withDefaults()
@@ -30,7 +32,7 @@ func RemoveCell(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if _, err := os.Stat(cfg.StateDir); err == nil {
 		m, err := New(cfg, logger)
 		if err == nil {
-			err = m.Prune(ctx, nil)
+			err = m.removeAll(ctx)
 		}
 		errs = append(errs, err)
 	}

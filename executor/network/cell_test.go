@@ -157,3 +157,31 @@ func TestRuleMentionsTheCell(t *testing.T) {
 	require.Equal(t, "CNI-2", rule{args: []string{"-g", "CNI-2"}}.target())
 	require.Empty(t, rule{args: []string{"-s", "x", "-j"}}.target())
 }
+
+// TestRemoveCellAfterAHalfDoneTeardown: a rep killed in the middle of a teardown leaves
+// an attachment whose iptables rules are gone but whose record and namespace stay; the
+// bridge plugin then refuses the second CNI DEL ("Chain ... does not exist"). RemoveCell
+// still removes everything of the cell.
+func TestRemoveCellAfterAHalfDoneTeardown(t *testing.T) {
+	requireHost(t)
+	t.Parallel()
+	cfg := testConfig(t, 5)
+	ctx := context.Background()
+	m, err := New(cfg, nil)
+	require.NoError(t, err)
+	a, err := m.Setup(ctx, "half-torn", []uint32{8080})
+	require.NoError(t, err)
+	_, subnet, err := net.ParseCIDR(cfg.Subnet)
+	require.NoError(t, err)
+	ipt, err := iptables.New()
+	require.NoError(t, err)
+	require.NoError(t, removeCellRules(ipt, subnet, cfg.BridgeName), "the rules a first DEL removed")
+
+	require.NoError(t, RemoveCell(ctx, cfg, nil))
+
+	left, err := CellLeftovers(cfg)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	assert.NoFileExists(t, a.NetnsPath)
+	assert.False(t, ipamReserved(cfg, a.InternalIP))
+}

@@ -296,6 +296,12 @@ func (m *Manager) detach(ctx context.Context, rec record) error {
 	if err := m.cni.DelNetworkList(ctx, m.list, m.runtimeConf(rec.Guid, netnsPath, ports)); err != nil {
 		return fmt.Errorf("cni del: %w", err)
 	}
+	return m.forget(rec)
+}
+
+// forget removes rec's namespace, host ports and record, what remains of an attachment
+// once CNI DEL has run (or, for RemoveCell, could not).
+func (m *Manager) forget(rec record) error {
 	if err := removeNetns(rec.NetnsPath); err != nil {
 		return err
 	}

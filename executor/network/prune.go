@@ -35,6 +35,27 @@ func (m *Manager) Prune(ctx context.Context, keep func(guid string) bool) error 
 	return errors.Join(errs...)
 }
 
+// removeAll tears down every attachment for RemoveCell. An attachment whose CNI DEL
+// fails still loses its namespace, host ports and record: the bridge plugin refuses a
+// second DEL of rules a first one removed (a rep killed in the middle of a teardown), and
+// RemoveCell goes on to remove the cell's bridge and every iptables rule naming it, which
+// is all a DEL would have removed.
+func (m *Manager) removeAll(ctx context.Context) error {
+	err := m.Prune(ctx, nil)
+	if err == nil {
+		return nil
+	}
+	m.logger.Warn("cell-teardown-incomplete-removing-anyway", "error", err)
+	var errs []error
+	for _, guid := range m.recordedGuids() {
+		m.mu.Lock()
+		rec := m.records[guid]
+		m.mu.Unlock()
+		errs = append(errs, m.forget(rec))
+	}
+	return errors.Join(errs...)
+}
+
 // recordedGuids lists the guids with a record.
 func (m *Manager) recordedGuids() []string {
 	m.mu.Lock()
