@@ -22,6 +22,7 @@ const (
 	converger    = authz.RoleConverger
 	routeEmitter = authz.RoleRouteEmitter
 	cell         = authz.RoleCell
+	stager       = authz.RoleStager
 )
 
 // lockKeys are the locks each component may take and release: its own.
@@ -36,9 +37,11 @@ var lockKeys = map[authz.Role]string{
 // may make the calls of their jobs. A cell may make the calls of a rep, each for its own
 // cell only: the request must name its own cell (checked here), and the store refuses
 // rows it does not hold and definitions of work not placed on it (store.DB.ForCell,
-// through Server.dbFor).
+// through Server.dbFor). The stager may desire, read, cancel, resolve and delete staging
+// tasks only (authz.StagingTasksOnly) and list the cells.
 func Policy() authz.Policy {
 	ops := authz.Allow(operator)
+	staging := authz.StagingRule() // operators, and the stager for staging tasks only
 	cellToo := func(check func(cell models.Actor, req any) error, roles ...authz.Role) authz.Rule {
 		return authz.Rule{Roles: append([]authz.Role{operator, cell}, roles...), Check: forCells(check)}
 	}
@@ -66,23 +69,23 @@ func Policy() authz.Policy {
 		bbsv1.ActualLRPService_RemoveEvacuatingActualLRP_FullMethodName: cellToo(ownInstanceKey),
 		bbsv1.ActualLRPService_RecordExec_FullMethodName:                cellToo(ownInstanceKey),
 
-		bbsv1.TaskService_DesireTask_FullMethodName:    ops,
-		bbsv1.TaskService_GetTask_FullMethodName:       cellToo(nil), // on its cell (store)
+		bbsv1.TaskService_DesireTask_FullMethodName:    staging,
+		bbsv1.TaskService_GetTask_FullMethodName:       {Roles: []authz.Role{operator, cell, stager}, Check: authz.StagingTasksOnly}, // a cell: on its cell (store)
 		bbsv1.TaskService_ListTasks_FullMethodName:     cellToo(ownCellID),
 		bbsv1.TaskService_StartTask_FullMethodName:     cellToo(ownCellID),
-		bbsv1.TaskService_CancelTask_FullMethodName:    ops,
+		bbsv1.TaskService_CancelTask_FullMethodName:    staging,
 		bbsv1.TaskService_FailTask_FullMethodName:      ops,
 		bbsv1.TaskService_RejectTask_FullMethodName:    cellToo(nil, auctioneer), // a cell: a task on its cell (store)
 		bbsv1.TaskService_CompleteTask_FullMethodName:  cellToo(ownCellID),
-		bbsv1.TaskService_ResolvingTask_FullMethodName: ops,
-		bbsv1.TaskService_DeleteTask_FullMethodName:    ops,
+		bbsv1.TaskService_ResolvingTask_FullMethodName: staging,
+		bbsv1.TaskService_DeleteTask_FullMethodName:    staging,
 
 		bbsv1.DomainService_UpsertDomain_FullMethodName: ops,
 		bbsv1.DomainService_ListDomains_FullMethodName:  authz.Allow(operator, routeEmitter),
 
 		bbsv1.CellService_HeartbeatCell_FullMethodName: cellToo(ownPresence),
 		bbsv1.CellService_RemoveCell_FullMethodName:    cellToo(ownCellID),
-		bbsv1.CellService_ListCells_FullMethodName:     authz.Allow(operator, auctioneer),
+		bbsv1.CellService_ListCells_FullMethodName:     authz.Allow(operator, auctioneer, stager),
 		bbsv1.CellService_CordonCell_FullMethodName:    ops,
 		bbsv1.CellService_UncordonCell_FullMethodName:  ops,
 

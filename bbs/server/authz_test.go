@@ -37,6 +37,7 @@ var callers = []struct{ name, commonName string }{
 	{"converger", "converger"},
 	{"route-emitter", "route-emitter"},
 	{"cell-1", "cell:cell-1"},
+	{"stager", "stager"},
 	{"empty-cell", "cell:"},
 	{"stranger", "stranger"},
 }
@@ -45,7 +46,8 @@ var callers = []struct{ name, commonName string }{
 var (
 	ops        = []string{"operator"}
 	opsCell    = []string{"operator", "cell-1"}
-	everyone   = []string{"operator", "bbs", "auctioneer", "converger", "route-emitter", "cell-1"}
+	everyone   = []string{"operator", "bbs", "auctioneer", "converger", "route-emitter", "cell-1", "stager"}
+	opsStager  = []string{"operator", "stager"}
 	opsEmitter = []string{"operator", "route-emitter"}
 	opsConv    = []string{"operator", "converger"}
 )
@@ -63,7 +65,7 @@ func (h *harness) world(tag string) world {
 	h.desire("far-"+tag, 2)
 	h.claim("far-"+tag, 0, "cell-2")
 	h.start("far-"+tag, 1, "cell-2")
-	for _, prefix := range []string{"own-", "other-", "pend-"} {
+	for _, prefix := range []string{"own-", "other-", "pend-", authz.StagingTaskPrefix} {
 		h.desireTask(prefix+tag, "")
 	}
 	for guid, cell := range map[string]string{"own-" + tag: "cell-1", "other-" + tag: "cell-2"} {
@@ -270,6 +272,30 @@ func bbsCases() []authzCase {
 			_, err := c.DesireTask(ctx, &bbsv1.DesireTaskRequest{TaskGuid: "new-" + w.tag, Domain: testDomain, TaskDefinition: taskDefinition("")})
 			return err
 		}),
+		lrp("DesireTask of a staging task", bbsv1.TaskService_DesireTask_FullMethodName, opsStager, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.DesireTask(ctx, &bbsv1.DesireTaskRequest{TaskGuid: authz.StagingTaskPrefix + "new-" + w.tag, Domain: authz.StagingDomain, TaskDefinition: taskDefinition("")})
+			return err
+		}),
+		lrp("DesireTask of a staging guid outside the staging domain", bbsv1.TaskService_DesireTask_FullMethodName, ops, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.DesireTask(ctx, &bbsv1.DesireTaskRequest{TaskGuid: authz.StagingTaskPrefix + "new-" + w.tag, Domain: testDomain, TaskDefinition: taskDefinition("")})
+			return err
+		}),
+		lrp("GetTask of a staging task", bbsv1.TaskService_GetTask_FullMethodName, opsStager, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.GetTask(ctx, &bbsv1.GetTaskRequest{TaskGuid: authz.StagingTaskPrefix + w.tag})
+			return err
+		}),
+		lrp("CancelTask of a staging task", bbsv1.TaskService_CancelTask_FullMethodName, opsStager, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.CancelTask(ctx, &bbsv1.CancelTaskRequest{TaskGuid: authz.StagingTaskPrefix + w.tag})
+			return err
+		}),
+		lrp("ResolvingTask of a staging task", bbsv1.TaskService_ResolvingTask_FullMethodName, opsStager, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.ResolvingTask(ctx, &bbsv1.ResolvingTaskRequest{TaskGuid: authz.StagingTaskPrefix + w.tag})
+			return err
+		}),
+		lrp("DeleteTask of a staging task", bbsv1.TaskService_DeleteTask_FullMethodName, opsStager, func(ctx context.Context, c *client.Client, w world) error {
+			_, err := c.DeleteTask(ctx, &bbsv1.DeleteTaskRequest{TaskGuid: authz.StagingTaskPrefix + w.tag})
+			return err
+		}),
 		lrp("GetTask of a task on cell-1", bbsv1.TaskService_GetTask_FullMethodName, opsCell, func(ctx context.Context, c *client.Client, w world) error {
 			_, err := c.GetTask(ctx, &bbsv1.GetTaskRequest{TaskGuid: "own-" + w.tag})
 			return err
@@ -360,7 +386,7 @@ func bbsCases() []authzCase {
 			_, err := c.RemoveCell(ctx, &bbsv1.RemoveCellRequest{CellId: "cell-2"})
 			return err
 		}),
-		lrp("ListCells", bbsv1.CellService_ListCells_FullMethodName, []string{"operator", "auctioneer"}, func(ctx context.Context, c *client.Client, w world) error {
+		lrp("ListCells", bbsv1.CellService_ListCells_FullMethodName, []string{"operator", "auctioneer", "stager"}, func(ctx context.Context, c *client.Client, w world) error {
 			_, err := c.ListCells(ctx, &bbsv1.ListCellsRequest{})
 			return err
 		}),

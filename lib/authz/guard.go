@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -23,8 +24,9 @@ type Rule struct {
 	// Roles may call the method.
 	Roles []Role
 	// Check, when set, runs for an admitted caller on the request (unary) or on each
-	// message the handler receives (streams), and may refuse it; its error is returned
-	// as it is (use a PermissionDenied status or an error that converts to one).
+	// message the handler receives (streams), and may refuse it with a PermissionDenied
+	// status (the guard prefixes the method when the message lacks it); other errors
+	// are returned as they are.
 	Check func(id Identity, req any) error
 }
 
@@ -162,9 +164,13 @@ func (g *Guard) check(id Identity, rule Rule, method string, req any) error {
 		return nil
 	}
 	err := rule.Check(id, req)
-	if err != nil {
-		g.denied.WithLabelValues(method, string(id.Role)).Inc()
-		g.logger.Info("permission-denied", "method", method, "identity", id.String(), "reason", err.Error())
+	if err == nil {
+		return nil
+	}
+	g.denied.WithLabelValues(method, string(id.Role)).Inc()
+	g.logger.Info("permission-denied", "method", method, "identity", id.String(), "reason", err.Error())
+	if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied && !strings.Contains(st.Message(), method) {
+		return status.Errorf(codes.PermissionDenied, "%s: %s", method, st.Message())
 	}
 	return err
 }

@@ -21,8 +21,8 @@ import (
 // Role is what a certificate is trusted for.
 type Role string
 
-// The roles of drover's components. A component with its own rule set (the stager,
-// later) is one more constant here and in DefaultCommonNames.
+// The roles of drover's components. A component with its own rule set is one more
+// constant here and in DefaultCommonNames.
 const (
 	// RoleOperator is droverctl, the HTTP API's bridges and people: trusted.
 	RoleOperator Role = "operator"
@@ -36,10 +36,12 @@ const (
 	RoleRouteEmitter Role = "route-emitter"
 	// RoleCell is a rep acting for its own cell only (Identity.Cell).
 	RoleCell Role = "cell"
+	// RoleStager is the stager: staging tasks only (StagingTasksOnly), and the cells.
+	RoleStager Role = "stager"
 )
 
 // Roles are every role, for rules that admit any authenticated caller.
-var Roles = []Role{RoleOperator, RoleBBS, RoleAuctioneer, RoleConverger, RoleRouteEmitter, RoleCell}
+var Roles = []Role{RoleOperator, RoleBBS, RoleAuctioneer, RoleConverger, RoleRouteEmitter, RoleCell, RoleStager}
 
 // DefaultCellPrefix starts the common name of a rep's certificate: "cell:" and the cell id.
 const DefaultCellPrefix = "cell:"
@@ -53,6 +55,7 @@ func DefaultCommonNames() map[string]Role {
 		"auctioneer":    RoleAuctioneer,
 		"converger":     RoleConverger,
 		"route-emitter": RoleRouteEmitter,
+		"stager":        RoleStager,
 	}
 }
 

@@ -96,3 +96,24 @@ func clientConfig(pool *x509.CertPool, cert tls.Certificate) *tls.Config {
 		RootCAs:      pool,
 	}
 }
+
+// OutboundHTTPS returns a configuration for HTTPS requests to URLs that clients name (a
+// task's completion_callback_url): it presents the certificate, so that a drover
+// receiver (the stager) can tell who calls, and trusts the private CA as well as the
+// system's roots, so that other receivers keep working.
+func (f Files) OutboundHTTPS() (*tls.Config, error) {
+	_, cert, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	pem, err := os.ReadFile(f.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read ca_file: %w", err)
+	}
+	roots.AppendCertsFromPEM(pem)
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: roots}, nil
+}

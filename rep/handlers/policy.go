@@ -8,7 +8,7 @@ import (
 // Policy is who may call the rep (docs/architecture.md "Authorisation"): the
 // auctioneer asks for State and sends work, the BBS stops instances and cancels tasks,
 // operators may do all that, evacuate the cell, read its logs and metrics and exec
-// into its instances; any authenticated caller may Ping. Every other caller, cells
+// into its instances; the stager may read a staging task's logs; any authenticated caller may Ping. Every other caller, cells
 // included, is refused.
 func Policy() authz.Policy {
 	const (
@@ -22,7 +22,7 @@ func Policy() authz.Policy {
 		repv1.RepService_StopLRPInstance_FullMethodName:  authz.Allow(operator, bbs),
 		repv1.RepService_CancelTask_FullMethodName:       authz.Allow(operator, bbs),
 		repv1.RepService_Ping_FullMethodName:             authz.Allow(authz.Roles...),
-		repv1.RepService_StreamLogs_FullMethodName:       authz.Allow(operator),
+		repv1.RepService_StreamLogs_FullMethodName:       authz.StagingRule(), // the stager: a staging task's logs
 		repv1.RepService_ContainerMetrics_FullMethodName: authz.Allow(operator),
 		repv1.RepService_Evacuate_FullMethodName:         authz.Allow(operator),
 		repv1.RepService_Exec_FullMethodName:             authz.Allow(operator),

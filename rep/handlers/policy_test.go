@@ -79,6 +79,16 @@ func TestRepAuthorisationTable(t *testing.T) {
 			}
 			return nil
 		})},
+		{repv1.RepService_StreamLogs_FullMethodName, []string{"operator", "stager"}, rep(func(ctx context.Context, c repv1.RepServiceClient) error {
+			stream, err := c.StreamLogs(ctx, &repv1.StreamLogsRequest{TaskGuid: "staging-absent"})
+			if err != nil {
+				return err
+			}
+			if _, err := stream.Recv(); err != io.EOF {
+				return err
+			}
+			return nil
+		})},
 		{repv1.RepService_ContainerMetrics_FullMethodName, []string{"operator"}, rep(func(ctx context.Context, c repv1.RepServiceClient) error {
 			_, err := c.ContainerMetrics(ctx, &repv1.ContainerMetricsRequest{})
 			return err

@@ -51,14 +51,16 @@ const (
 // bbs is the process's shared wiring. Fields below the line are set by the members as
 // they start, and only read by members that start later.
 type bbs struct {
-	cfg        *config.Config
-	logger     *slog.Logger
-	level      *slog.LevelVar
-	registry   *prometheus.Registry
-	metrics    *grpcserver.Metrics
-	serverTLS  *tls.Config
-	reps       *repclient.Pool
-	auctioneer *grpc.ClientConn // nil without auctioneer_address
+	cfg       *config.Config
+	logger    *slog.Logger
+	level     *slog.LevelVar
+	registry  *prometheus.Registry
+	metrics   *grpcserver.Metrics
+	serverTLS *tls.Config
+	// callbackTLS presents the BBS's certificate on task callbacks.
+	callbackTLS *tls.Config
+	reps        *repclient.Pool
+	auctioneer  *grpc.ClientConn // nil without auctioneer_address
 	// databaseURL is the connection string with the password (never logged).
 	databaseURL string
 	names       authz.Names
@@ -72,6 +74,10 @@ type bbs struct {
 // newBBS loads the certificates and prepares what every member shares.
 func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs, error) {
 	serverTLS, clientTLS, err := cfg.TLS.ServerAndClient()
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	callbackTLS, err := cfg.TLS.OutboundHTTPS()
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
@@ -102,6 +108,7 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 		registry:    registry,
 		metrics:     metrics,
 		serverTLS:   serverTLS,
+		callbackTLS: callbackTLS,
 		reps:        repclient.NewPool(clientTLS, repclient.Options{}),
 	}
 	if cfg.AuctioneerAddress != "" {
@@ -210,7 +217,7 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 		Reps:           b.reps,
 		Logger:         b.logger,
 		MaxTaskRetries: b.cfg.MaxTaskRetries,
-		HTTPClient:     &http.Client{Timeout: b.cfg.TaskCallbackTimeout.Duration()},
+		HTTPClient:     b.callbackClient(),
 		Registerer:     b.registry,
 	})
 	srv, healthServer := b.newGRPCServer(b.serverTLS, b.guard)
@@ -220,6 +227,14 @@ func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) err
 	err := grpcserver.New(b.cfg.GRPCAddress, srv, healthServer, b.logger).Run(signals, ready)
 	b.stopBackgroundWork()
 	return err
+}
+
+// callbackClient posts task callbacks, presenting the BBS's certificate so that a
+// drover receiver (the stager) can admit the BBS only.
+func (b *bbs) callbackClient() *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = b.callbackTLS
+	return &http.Client{Timeout: b.cfg.TaskCallbackTimeout.Duration(), Transport: transport}
 }
 
 // newGRPCServer makes a gRPC server with the BBS services and interceptors: metrics

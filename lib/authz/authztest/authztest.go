@@ -76,11 +76,11 @@ type Caller struct{ Name, CommonName string }
 var Callers = []Caller{
 	{"operator", "drover-client"}, {"bbs", "bbs"}, {"auctioneer", "auctioneer"}, {"converger", "converger"},
 	{"route-emitter", "route-emitter"}, {"cell-1", "cell:cell-1"}, {"cell-2", "cell:cell-2"},
-	{"empty-cell", "cell:"}, {"stranger", "stranger"},
+	{"stager", "stager"}, {"empty-cell", "cell:"}, {"stranger", "stranger"},
 }
 
 // Everyone are the names of the Callers every authenticated caller rule admits.
-var Everyone = []string{"operator", "bbs", "auctioneer", "converger", "route-emitter", "cell-1", "cell-2"}
+var Everyone = []string{"operator", "bbs", "auctioneer", "converger", "route-emitter", "cell-1", "cell-2", "stager"}
 
 // Serve serves what register registers on a lib/grpcserver server (health and
 // reflection included) over mTLS on a loopback port, behind a guard with policy and
