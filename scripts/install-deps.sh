@@ -17,6 +17,8 @@ apt_packages=(
   docker-registry # the private OCI registries of the dev stack and the tests (devstack/registry.go)
   gcc libc6-dev # cgo, which go test -race needs
   btrfs-progs # the btrfs (with quotas) under containerd's root: disk_mb quotas (scripts/containerd.sh)
+  mmdebstrap # the bookworm stack's root filesystem (scripts/stack.sh)
+  nginx-light # the staticfile buildpack's tests run its nginx on the host (lifecycle/buildpacks)
 )
 # Go tools: name, package@version. The version must match the go.mod tool pins.
 go_tools=(

@@ -78,6 +78,8 @@ func ReadBusybox(busyboxPath string) ([]byte, []string, error) {
 type blob struct {
 	desc ocispec.Descriptor
 	data []byte
+	// file, when set, holds the blob's bytes instead of data (a large layer).
+	file string
 }
 
 // newBlob describes data as a blob of mediaType.
@@ -96,9 +98,6 @@ func newJSONBlob(mediaType string, v any) (blob, error) {
 
 // writeImage writes the image layout tarball for busybox and its applets.
 func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error {
-	if ref == "" {
-		return fmt.Errorf("image ref must not be empty")
-	}
 	entries, err := BusyboxTree(busybox, applets, VcapUser)
 	if err != nil {
 		return err
@@ -112,6 +111,15 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 		return err
 	}
 	layer := newBlob(ocispec.MediaTypeImageLayerGzip, layerGz)
+	return writeSingleLayerImage(w, layer, digest.FromBytes(layerTar), ref, "drover mkrootfs: busybox-static", []string{"sh"})
+}
+
+// writeSingleLayerImage writes an image layout tarball of one layer (diffID is the digest
+// of its uncompressed tar) named ref, with a fixed creation time.
+func writeSingleLayerImage(w io.Writer, layer blob, diffID digest.Digest, ref, createdBy string, cmd []string) error {
+	if ref == "" {
+		return fmt.Errorf("image ref must not be empty")
+	}
 	platform := ocispec.Platform{Architecture: runtime.GOARCH, OS: "linux"}
 	created := FixedTime
 	config, err := newJSONBlob(ocispec.MediaTypeImageConfig, ocispec.Image{
@@ -119,10 +127,10 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 		Platform: platform,
 		Config: ocispec.ImageConfig{
 			Env: []string{imagePath},
-			Cmd: []string{"sh"},
+			Cmd: cmd,
 		},
-		RootFS:  ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromBytes(layerTar)}},
-		History: []ocispec.History{{Created: &created, CreatedBy: "drover mkrootfs: busybox-static"}},
+		RootFS:  ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}},
+		History: []ocispec.History{{Created: &created, CreatedBy: createdBy}},
 	})
 	if err != nil {
 		return err
@@ -160,13 +168,29 @@ func writeImage(w io.Writer, busybox []byte, applets []string, ref string) error
 // writeLayout writes the outer tarball: oci-layout, index.json and the blobs.
 func writeLayout(w io.Writer, layout, index []byte, blobs []blob) error {
 	tw := tar.NewWriter(w)
+	header := func(name string, size int64) error {
+		return tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: FixedTime, Format: tar.FormatUSTAR})
+	}
 	file := func(name string, data []byte) error {
-		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: FixedTime, Format: tar.FormatUSTAR}
-		if err := tw.WriteHeader(hdr); err != nil {
+		if err := header(name, int64(len(data))); err != nil {
 			return err
 		}
 		_, err := tw.Write(data)
 		return err
+	}
+	copyFile := func(name, path string, size int64) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := header(name, size); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(tw, f, size); err != nil {
+			return fmt.Errorf("copying %s into the image: %w", path, err)
+		}
+		return nil
 	}
 	dir := func(name string) error {
 		return tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: FixedTime, Format: tar.FormatUSTAR})
@@ -184,7 +208,13 @@ func writeLayout(w io.Writer, layout, index []byte, blobs []blob) error {
 		return err
 	}
 	for _, b := range blobs {
-		if err := file(blobPath(b.desc.Digest), b.data); err != nil {
+		var err error
+		if b.file != "" {
+			err = copyFile(blobPath(b.desc.Digest), b.file, b.desc.Size)
+		} else {
+			err = file(blobPath(b.desc.Digest), b.data)
+		}
+		if err != nil {
 			return err
 		}
 	}
