@@ -9,7 +9,7 @@ BIN ?= $(or $(DROVER_BIN),$(CURDIR)/bin)
 DEVSTACK = go build -o $(BIN)/devstack ./devstack/cmd/devstack && $(BIN)/devstack
 DEVSTACK_FLAGS ?=
 
-.PHONY: help deps up down clean status test test-unit test-integration docs-test proto proto-check lint build bench bench-cells bench-converge bench-routing bench-images
+.PHONY: help deps stack up down clean status test test-unit test-integration docs-test proto proto-check lint build bench bench-cells bench-converge bench-routing bench-images bench-staging
 
 help:
 	@echo "make deps               install what is missing: Debian packages (Postgres, NATS, containerd, ...) and Go tools into bin/"
@@ -32,14 +32,21 @@ help:
 	@echo "make bench-converge     the planner over 100,000 ActualLRPs, then a full convergence pass (snapshot, plan, apply)"
 	@echo "make bench-routing      50,000 routes registered; RUNNING-to-registered latency"
 	@echo "make bench-images       desire-to-RUNNING for docker:// images (warm, cold with the pull) against preloaded:, 20 instances of one new image"
+	@echo "make bench-staging      staging of node-express and go-web on bookworm, cold (new app) and warm (build cache), warm/cold"
+	@echo "make stack              build the bookworm stack's root filesystem (scripts/stack.sh; cached in .drover/cache/stacks)"
 	@echo "make build              build every binary into bin/: bbs, droverctl, auctioneer, rep, converger, route-emitter,"
-	@echo "                        fileserver, devstack (the launcher behind make up) and standin-router"
+	@echo "                        fileserver, stager, mkrootfs, devstack (the launcher behind make up), standin-router and"
+	@echo "                        the lifecycle (bin/lifecycle/builder, launcher; static)"
 	@echo "make proto              buf lint, then regenerate proto/gen with buf"
 	@echo "make proto-check        fail when buf lint fails, proto/gen is stale, or buf breaking finds a break against the previous commit"
 	@echo "make lint               gofmt, go vet and staticcheck on every module, buf lint on the protos"
 
 deps:
 	scripts/install-deps.sh
+
+# The bookworm stack's root filesystem (mmdebstrap; cached under .drover/cache/stacks).
+stack: deps
+	scripts/stack.sh build bookworm
 
 # CELLS=N starts N cells (reps), default 1.
 up: deps
@@ -96,7 +103,10 @@ build:
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./bbs/cmd/bbs ./ctl/cmd/droverctl ./devstack/cmd/devstack \
 	  ./auctioneer/cmd/auctioneer ./rep/cmd/rep ./converger/cmd/converger \
-	  ./route-emitter/cmd/route-emitter ./devstack/cmd/standin-router ./fileserver/cmd/fileserver
+	  ./route-emitter/cmd/route-emitter ./devstack/cmd/standin-router ./fileserver/cmd/fileserver \
+	  ./stager/cmd/stager ./executor/cmd/mkrootfs
+	mkdir -p $(BIN)/lifecycle
+	CGO_ENABLED=0 go build -o $(BIN)/lifecycle/ ./lifecycle/cmd/builder ./lifecycle/cmd/launcher
 
 bench:
 	scripts/postgres.sh start >/dev/null
@@ -121,3 +131,9 @@ bench-images:
 	scripts/postgres.sh start >/dev/null
 	scripts/containerd.sh start >/dev/null
 	go test -run '^$$' -bench Images -benchtime 1x -timeout 30m ./integration/bench/
+
+bench-staging:
+	scripts/postgres.sh start >/dev/null
+	scripts/containerd.sh start >/dev/null
+	scripts/stack.sh build bookworm >/dev/null
+	go test -run '^$$' -bench Staging -benchtime 1x -timeout 30m ./integration/bench/

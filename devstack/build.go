@@ -13,6 +13,8 @@ import (
 type Binary struct {
 	Name    string
 	Package string
+	// Static builds without cgo (a program that runs inside containers of any stack).
+	Static bool
 }
 
 // The binaries the stack runs or offers.
@@ -36,6 +38,9 @@ func Build(ctx context.Context, root, binDir string, binaries ...Binary) error {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp.Name(), b.Package)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/go/bin")
+		if b.Static {
+			cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			os.Remove(tmp.Name())

@@ -80,6 +80,9 @@ func (s *Stack) newRep(l CellLayout, bbsAddress string, detached bool) *Rep {
 	cfg.BBSAddress = bbsAddress
 	cfg.TLS = s.Certs.Rep(l.ID)
 	cfg.PreloadedRootFSes = map[string]string{"busybox": s.BusyboxImage()}
+	for name, image := range s.StackImages {
+		cfg.PreloadedRootFSes[name] = image
+	}
 	cfg.Executor.StateDir = filepath.Join(r.Dir, "state")
 	cfg.Executor.ContainerdSocket = s.Containerd.Socket
 	cfg.Executor.ContainerdNamespace = l.Namespace

@@ -12,10 +12,34 @@ import (
 // Certs is a directory written by devcerts.WriteDevCerts.
 type Certs struct {
 	Dir string `json:"dir"`
+	// SANs, when it names a certificate ("bbs", "auctioneer", "rep-cell-1", ...), are its
+	// hosts instead of the single-host ones (a multi-host stack's: the host's IP).
+	SANs map[string][]string `json:"sans,omitempty"` // multihost
+}
+
+// hostsFor are the SANs of the certificate name: SANs[name] when set, else def.
+func (c Certs) hostsFor(name string, def []string) []string { // multihost
+	if h, ok := c.SANs[name]; ok {
+		return h
+	}
+	return def
 }
 
 // Ensure writes the CA, BBS and client certificates that are missing or expiring.
-func (c Certs) Ensure() error { return devcerts.WriteDevCerts(c.Dir) }
+func (c Certs) Ensure() error {
+	if _, ok := c.SANs["bbs"]; !ok {
+		return devcerts.WriteDevCerts(c.Dir)
+	}
+	// multihost: the BBS certificate names the control host.
+	ca, err := devcerts.LoadOrCreateCA(c.Dir)
+	if err != nil {
+		return err
+	}
+	if err := devcerts.EnsureCert(ca, c.Dir, "bbs", devcerts.BBSCommonName, c.SANs["bbs"]); err != nil {
+		return err
+	}
+	return devcerts.EnsureCert(ca, c.Dir, "client", devcerts.ClientCommonName, nil)
+}
 
 // AuctioneerCommonName is the common name of the auctioneer's certificate.
 const AuctioneerCommonName = "auctioneer"
@@ -32,7 +56,7 @@ func (c Certs) EnsureConverger() error {
 	if err != nil {
 		return err
 	}
-	return devcerts.EnsureCert(ca, c.Dir, "converger", ConvergerCommonName, componentHosts)
+	return devcerts.EnsureCert(ca, c.Dir, "converger", ConvergerCommonName, c.hostsFor("converger", componentHosts))
 }
 
 // EnsureCells writes the auctioneer's certificate and one per cell (common name
@@ -43,11 +67,11 @@ func (c Certs) EnsureCells(cellIDs []string) error {
 	if err != nil {
 		return err
 	}
-	if err := devcerts.EnsureCert(ca, c.Dir, "auctioneer", AuctioneerCommonName, componentHosts); err != nil {
+	if err := devcerts.EnsureCert(ca, c.Dir, "auctioneer", AuctioneerCommonName, c.hostsFor("auctioneer", componentHosts)); err != nil {
 		return err
 	}
 	for _, id := range cellIDs {
-		if err := devcerts.EnsureCert(ca, c.Dir, "rep-"+id, bbsconfig.DefaultCellIdentityPrefix+id, componentHosts); err != nil {
+		if err := devcerts.EnsureCert(ca, c.Dir, "rep-"+id, bbsconfig.DefaultCellIdentityPrefix+id, c.hostsFor("rep-"+id, componentHosts)); err != nil {
 			return err
 		}
 	}

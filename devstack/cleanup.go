@@ -36,13 +36,18 @@ func (s *Stack) cleanCell(ctx context.Context, r *Rep) error {
 		if err := s.Containerd.PurgeNamespace(ctx, r.Config.Executor.ContainerdNamespace); err != nil {
 			errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 		}
-		// The cell's egress firewall table (its containers' chains with it).
-		if err := firewall.DeleteTable(firewall.TableName(r.Config.Executor.ContainerdNamespace)); err != nil {
+		// The cell's egress firewall table (its containers' chains with it), in the
+		// cell host's netns on a multi-host stack.
+		if err := inNetns(r.Netns, func() error { // multihost
+			return firewall.DeleteTable(firewall.TableName(r.Config.Executor.ContainerdNamespace))
+		}); err != nil {
 			errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 		}
 	}
 	// Before the mounts go: the network's namespace files are mounts under the cell.
-	if err := network.RemoveCell(ctx, cellNetwork(r), slog.New(slog.DiscardHandler)); err != nil {
+	if err := inNetns(r.Netns, func() error { // multihost: in the cell host's netns
+		return network.RemoveCell(ctx, cellNetwork(r), slog.New(slog.DiscardHandler))
+	}); err != nil {
 		errs = append(errs, fmt.Errorf("clean %s: %w", r.Name, err))
 	}
 	if err := unmountUnder(r.Dir); err != nil {

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -9,13 +10,17 @@ import (
 )
 
 // writeConfig stores a configuration as JSON at path, readable only by its owner (a
-// BBS's holds the encryption passphrases).
+// BBS's holds the encryption passphrases). <, > and & are written as they are, not as
+// \u escapes (nats-server's configuration parser knows no \u; multihost).
 func writeConfig(path string, cfg any) error {
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(cfg); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
 	return nil

@@ -50,6 +50,11 @@ type Options struct {
 	// RegistryPorts place the two private registries of a stack with cells (default
 	// DefaultRegistryPorts).
 	RegistryPorts RegistryPorts
+	// StagerPorts place the stager of a stack with cells (default DefaultStagerPorts).
+	StagerPorts StagerPorts
+	// NoBookworm leaves the bookworm stack out (no scripts/stack.sh build): the cells
+	// then serve busybox only.
+	NoBookworm bool
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -95,6 +100,9 @@ func (o *Options) defaults() error {
 	orDefault(&o.FileserverPorts.Debug, DefaultFileserverPorts.Debug)
 	orDefault(&o.RegistryPorts.Plain, DefaultRegistryPorts.Plain)
 	orDefault(&o.RegistryPorts.TLS, DefaultRegistryPorts.TLS)
+	orDefault(&o.StagerPorts.GRPC, DefaultStagerPorts.GRPC)
+	orDefault(&o.StagerPorts.Callback, DefaultStagerPorts.Callback)
+	orDefault(&o.StagerPorts.Debug, DefaultStagerPorts.Debug)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -192,11 +200,24 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	binaries := []Binary{BBSBinary, DroverctlBinary}
 	if opts.Cells > 0 {
-		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary, FileserverBinary)
+		binaries = append(binaries, AuctioneerBinary, RepBinary, ConvergerBinary, RouteEmitterBinary, StandinRouterBinary, FileserverBinary, StagerBinary)
 	}
 	logf("building %s into %s", binaryNames(binaries), s.BinDir)
 	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
 		return nil, err
+	}
+	if opts.Cells > 0 {
+		if err := Build(ctx, s.Root, filepath.Join(s.BinDir, "lifecycle"), LifecycleBinaries...); err != nil {
+			return nil, err
+		}
+		if !opts.NoBookworm {
+			logf("building the bookworm stack (scripts/stack.sh; cached after the first time)")
+			image, err := EnsureStackImage(ctx, s.Root, "bookworm")
+			if err != nil {
+				return nil, err
+			}
+			s.StackImages = map[string]string{"bookworm": image}
+		}
 	}
 	passphrase, err := loadOrCreatePassphrase(filepath.Join(s.Home, "encryption.key"))
 	if err != nil {
@@ -230,6 +251,7 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		s.NATS = &nats
 		s.AddRouting(opts.RouteEmitterPorts, opts.RouterPorts, DevRegisterInterval, true)
 		s.AddFileserver(opts.FileserverPorts, true)
+		s.AddStager(opts.StagerPorts, true)
 	}
 	logf("writing dev certificates into %s", s.Certs.Dir)
 	if err := s.PrepareFiles(); err != nil {
@@ -277,6 +299,11 @@ func (s *Stack) PrepareFiles() error {
 	if s.Fileserver != nil {
 		if err := ensureSigningKey(s.Fileserver.Config.SigningKeyFile); err != nil {
 			return fmt.Errorf("fileserver signing key: %w", err)
+		}
+	}
+	if s.Stager != nil {
+		if err := s.Certs.EnsureStager(); err != nil {
+			return err
 		}
 	}
 	if s.Registry != nil {
@@ -346,7 +373,10 @@ func (s *Stack) Start(ctx context.Context, logf func(string, ...any)) error {
 			return err
 		}
 	}
-	return s.startRouting(ctx, logf)
+	if err := s.startRouting(ctx, logf); err != nil {
+		return err
+	}
+	return s.startStager(ctx, logf)
 }
 
 func binaryNames(bs []Binary) string {
@@ -397,7 +427,8 @@ func DownHome(ctx context.Context, root, home string) error {
 func (s *Stack) complete() bool {
 	cells := len(s.Reps) > 0
 	return (s.Auctioneer != nil) == cells && (s.Converger != nil) == cells && (s.RouteEmitter != nil) == cells &&
-		(s.Router != nil) == cells && (s.Fileserver != nil) == cells && (s.Registry != nil) == cells
+		(s.Router != nil) == cells && (s.Fileserver != nil) == cells && (s.Registry != nil) == cells &&
+		(s.Stager != nil) == cells
 }
 
 // ServiceStatus is what Status reports about one process of the stack.
@@ -452,6 +483,9 @@ func (s *Stack) Status(ctx context.Context) []ServiceStatus {
 		for _, r := range s.Registry.All() {
 			add(&r.Service, fmt.Sprintf("%s  files %s", r.URL(), r.Dir), r.Healthy)
 		}
+	}
+	if g := s.Stager; g != nil {
+		add(&g.Service, fmt.Sprintf("grpc %s  callbacks %s  debug %s", g.Config.ListenAddress, g.Config.CallbackListenAddress, g.Config.DebugAddress), g.Healthy)
 	}
 	return out
 }

@@ -24,10 +24,6 @@ type FileserverPorts struct{ HTTP, Debug int }
 // DefaultFileserverPorts are the dev stack's fileserver ports.
 var DefaultFileserverPorts = FileserverPorts{HTTP: 8080, Debug: 17005}
 
-// Stacks is the list of stacks whose builder bundle the fileserver serves, as
-// /v1/static/<stack>/builder.tgz packed from fileserver/bundles/<stack>.
-var Stacks = []string{"busybox"}
-
 // ExampleAppStatic is the static path of the example app bits (examples/static-site as a
 // tgz) that the LRP API's seed example downloads: /v1/static/app.tgz.
 const ExampleAppStatic = "app.tgz"
@@ -40,7 +36,7 @@ const SigningKeyFile = "fileserver/signing.key"
 type Fileserver struct {
 	Service
 	Config fsconfig.Config `json:"config"`
-	// BundleSources maps a static path ("busybox/builder.tgz") to the directory
+	// BundleSources maps a static path ("lifecycle/lifecycle.tgz") to the directory
 	// packed into it at every start.
 	BundleSources map[string]string `json:"bundle_sources"`
 }
@@ -51,7 +47,7 @@ func (f *Fileserver) URL() string { return "http://" + f.Config.ServerAddress }
 // DebugURL is the base URL of the fileserver's debug server (/metrics).
 func (f *Fileserver) DebugURL() string { return "http://" + f.Config.DebugAddress }
 
-// Start packs the builder bundles into the static directory, writes the configuration,
+// Start packs the bundles (the lifecycle) into the static directory, writes the configuration,
 // starts the fileserver and waits until it is Healthy.
 func (f *Fileserver) Start(ctx context.Context) error {
 	for static, src := range f.BundleSources {
@@ -72,7 +68,7 @@ func (f *Fileserver) Healthy(ctx context.Context) error {
 }
 
 // AddFileserver describes the stack's fileserver on ports, keeping its files under
-// Home/fileserver and serving every stack's builder bundle.
+// Home/fileserver and serving the example app bits (and, with a stager, the lifecycle).
 func (s *Stack) AddFileserver(ports FileserverPorts, detached bool) *Fileserver {
 	f := &Fileserver{BundleSources: map[string]string{}}
 	s.describe(&f.Service, "fileserver", FileserverBinary, detached)
@@ -83,9 +79,6 @@ func (s *Stack) AddFileserver(ports FileserverPorts, detached bool) *Fileserver 
 	cfg.BlobDirectory = filepath.Join(f.Dir, "blobs")
 	cfg.SigningKeyFile = filepath.Join(s.Home, filepath.FromSlash(SigningKeyFile))
 	f.Config = cfg
-	for _, stack := range Stacks {
-		f.BundleSources[stack+"/builder.tgz"] = filepath.Join(s.Root, "fileserver", "bundles", stack)
-	}
 	f.BundleSources[ExampleAppStatic] = filepath.Join(s.Root, "examples", "static-site")
 	s.Fileserver = f
 	return f

@@ -12,6 +12,7 @@ require (
 	drover.dev/proto v0.0.0
 	drover.dev/rep v0.0.0
 	drover.dev/route-emitter v0.0.0
+	drover.dev/stager v0.0.0
 	github.com/containerd/containerd v1.7.35
 	github.com/containerd/containerd/api v1.8.0
 	github.com/google/go-containerregistry v0.22.1
@@ -116,4 +117,5 @@ replace (
 	drover.dev/proto => ../proto
 	drover.dev/rep => ../rep
 	drover.dev/route-emitter => ../route-emitter
+	drover.dev/stager => ../stager
 )

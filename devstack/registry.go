@@ -416,7 +416,7 @@ func (c Certs) EnsureRegistry() error {
 	if err != nil {
 		return err
 	}
-	return devcerts.EnsureCert(ca, c.Dir, "registry", RegistryCommonName, componentHosts)
+	return devcerts.EnsureCert(ca, c.Dir, "registry", RegistryCommonName, c.hostsFor("registry", componentHosts))
 }
 
 // Registry is the TLS registry's certificate and key.

@@ -170,7 +170,7 @@ func (c Certs) EnsureRouteEmitter() error {
 	if err != nil {
 		return err
 	}
-	return devcerts.EnsureCert(ca, c.Dir, "route-emitter", RouteEmitterCommonName, componentHosts)
+	return devcerts.EnsureCert(ca, c.Dir, "route-emitter", RouteEmitterCommonName, c.hostsFor("route-emitter", componentHosts))
 }
 
 // RouteEmitter is the route-emitter's certificate and key.

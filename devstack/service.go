@@ -32,6 +32,9 @@ type Service struct {
 	// ConfigArgs, when set, are the arguments that come before the configuration file's
 	// path (e.g. "serve" for docker-registry); by default it is "-config".
 	ConfigArgs []string `json:"config_args,omitempty"`
+	// Netns, when set, is the network namespace of the test host the service runs on
+	// (multi-host stacks, see PlaceOnHosts); empty: the caller's.
+	Netns string `json:"netns,omitempty"` // multihost
 
 	mu   sync.Mutex
 	proc *process
@@ -91,7 +94,8 @@ func (s *Service) start(ctx context.Context, config any, timeout time.Duration, 
 	if len(s.ConfigArgs) > 0 {
 		args = append(append([]string(nil), s.ConfigArgs...), s.ConfigPath())
 	}
-	proc, err := spawn(s.Binary, args, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached, pass)
+	path, args := s.command(args) // multihost: nsenter into the host's netns
+	proc, err := spawn(path, args, s.ConfigPath(), s.StdoutPath(), s.StderrPath(), s.Detached, pass)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}

@@ -52,6 +52,13 @@ type Stack struct {
 	// Registry is the stack's private OCI registries (the dev stack with cells, a test
 	// stack that asks for them); nil when it runs none.
 	Registry *Registries `json:"registry,omitempty"`
+	// Stager stages apps with buildpacks; nil when the stack runs none.
+	Stager *Stager `json:"stager,omitempty"`
+	// StackImages are the OCI image tarballs of the stacks built by scripts/stack.sh
+	// (stack name → file) that every cell preloads besides busybox.
+	StackImages map[string]string `json:"stack_images,omitempty"`
+	// Hosts is the test network of a multi-host stack (PlaceOnHosts); nil on one host.
+	Hosts *HostNetwork `json:"hosts,omitempty"` // multihost
 }
 
 // Ports are the BBS's listening ports; replica i listens on each plus i*PortStride.
@@ -127,6 +134,9 @@ func (s *Stack) ClientTLS() (*tls.Config, error) { return s.Certs.ClientTLS() }
 // embedded NATS down, and returns every error.
 func (s *Stack) Stop(ctx context.Context) error {
 	var errs []error
+	if s.Stager != nil {
+		errs = append(errs, s.Stager.Stop(ctx))
+	}
 	if s.RouteEmitter != nil {
 		errs = append(errs, s.RouteEmitter.Stop(ctx))
 	}

@@ -24,6 +24,7 @@ require (
 	drover.dev/auctioneer v0.0.0 // indirect
 	drover.dev/executor v0.0.0 // indirect
 	drover.dev/fileserver v0.0.0 // indirect
+	drover.dev/stager v0.0.0 // indirect
 	github.com/AdaLogics/go-fuzz-headers v0.0.0-20230811130428-ced1acdcaa24 // indirect
 	github.com/AdamKorcz/go-118-fuzz-build v0.0.0-20230306123547-8075edf89bb0 // indirect
 	github.com/Microsoft/go-winio v0.6.3 // indirect
@@ -120,4 +121,5 @@ replace (
 	drover.dev/proto => ../proto
 	drover.dev/rep => ../rep
 	drover.dev/route-emitter => ../route-emitter
+	drover.dev/stager => ../stager
 )

@@ -34,14 +34,22 @@ type pushStack struct {
 	*routedStack
 }
 
-// newPushStack starts a stack with n cells, the routing side and a fileserver.
+// newPushStack starts a stack with n cells, the routing side, a fileserver and a stager
+// (busybox only).
 func newPushStack(t *testing.T, n int) *pushStack {
 	t.Helper()
-	s := devstacktest.New(t, devstacktest.Options{
-		Cells:      n,
-		Routing:    &devstacktest.RoutingOptions{},
-		Fileserver: true,
-	})
+	return newPushStackWith(t, devstacktest.Options{Cells: n, Stager: &devstacktest.StagerOptions{}})
+}
+
+// newPushStackWith starts a stack shaped by opts plus the routing side, a fileserver and
+// (unless opts has one) a stager.
+func newPushStackWith(t *testing.T, opts devstacktest.Options) *pushStack {
+	t.Helper()
+	opts.Routing, opts.Fileserver = &devstacktest.RoutingOptions{}, true
+	if opts.Stager == nil {
+		opts.Stager = &devstacktest.StagerOptions{}
+	}
+	s := devstacktest.New(t, opts)
 	return &pushStack{routedStack: &routedStack{cellStack: &cellStack{Stack: s, bbs: devstacktest.Client(t, s, 0)}}}
 }
 
@@ -64,6 +72,7 @@ func (ps *pushStack) droverctlRun(t *testing.T, args ...string) pushResult {
 		"DROVER_FILESERVER_URL="+ps.Fileserver.URL(),
 		"DROVER_ROUTE_EMITTER_ADDRESS="+ps.RouteEmitter.Address(),
 		"DROVER_APPS_DOMAIN="+appsDomain,
+		"DROVER_STAGER_ADDRESS="+ps.Stager.Address(),
 	)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -102,7 +102,7 @@ func TestPush(t *testing.T) {
 	t.Run("broken apps fail naming the cause and leave nothing", func(t *testing.T) {
 		res := ps.push(t, ps.example("broken-app"), "broken")
 		require.Error(t, res.err)
-		require.Contains(t, res.stderr, "no app detected")
+		require.Contains(t, res.stderr, "none of the buildpacks detected the app: busybox")
 		require.Empty(t, ps.appLRPs(t, "broken"))
 
 		res = ps.push(t, ps.example("crashing-app"), "crasher")

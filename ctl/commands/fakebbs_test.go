@@ -42,8 +42,6 @@ type fakeBBS struct {
 	requests  []proto.Message
 	// subscribe serves EventService.Subscribe; the default replays nothing and waits.
 	subscribe func(*bbsv1.SubscribeRequest, grpc.ServerStreamingServer[bbsv1.SubscribeResponse]) error
-	// onDesireTask, when set, changes each desired task before it is stored.
-	onDesireTask func(*modelsv1.Task)
 	// hang makes ListLocks wait until the client gives up.
 	hang bool
 	// pki is the certificates of the fake, for fake reps started in setup.
@@ -229,16 +227,13 @@ func (s taskServer) GetTask(_ context.Context, req *bbsv1.GetTaskRequest) (*bbsv
 	return nil, models.NewError(models.ErrTypeResourceNotFound, "task %s not found", req.GetTaskGuid())
 }
 
-// DesireTask stores the task PENDING, or as onDesireTask makes it.
+// DesireTask stores the task PENDING.
 func (s taskServer) DesireTask(_ context.Context, req *bbsv1.DesireTaskRequest) (*bbsv1.DesireTaskResponse, error) {
 	s.record(req)
 	if err := models.ValidateRequest(req); err != nil {
 		return nil, err
 	}
 	task := &modelsv1.Task{TaskGuid: req.GetTaskGuid(), Domain: req.GetDomain(), TaskDefinition: req.GetTaskDefinition(), State: modelsv1.TaskState_TASK_STATE_PENDING}
-	if s.onDesireTask != nil {
-		s.onDesireTask(task)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tasks = append(s.tasks, task)

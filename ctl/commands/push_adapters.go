@@ -24,39 +24,6 @@ func (b pushBBS) call(ctx context.Context, fn func(context.Context, *client.Clie
 	return fn(callCtx, c)
 }
 
-func (b pushBBS) DesireTask(ctx context.Context, req *bbsv1.DesireTaskRequest) error {
-	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
-		_, err := c.DesireTask(ctx, req)
-		return err
-	})
-}
-
-func (b pushBBS) GetTask(ctx context.Context, guid string) (*modelsv1.Task, error) {
-	resp, err := b.s.getTask(ctx, guid)
-	return resp.GetTask(), err
-}
-
-func (b pushBBS) CancelTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
-		_, err := c.CancelTask(ctx, &bbsv1.CancelTaskRequest{TaskGuid: guid})
-		return err
-	})
-}
-
-func (b pushBBS) ResolvingTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
-		_, err := c.ResolvingTask(ctx, &bbsv1.ResolvingTaskRequest{TaskGuid: guid})
-		return err
-	})
-}
-
-func (b pushBBS) DeleteTask(ctx context.Context, guid string) error {
-	return b.call(ctx, func(ctx context.Context, c *client.Client) error {
-		_, err := c.DeleteTask(ctx, &bbsv1.DeleteTaskRequest{TaskGuid: guid})
-		return err
-	})
-}
-
 func (b pushBBS) DesiredLRPs(ctx context.Context, domain string) ([]*modelsv1.DesiredLRP, error) {
 	var lrps []*modelsv1.DesiredLRP
 	err := b.call(ctx, func(ctx context.Context, c *client.Client) error {
@@ -92,13 +59,8 @@ func (b pushBBS) ActualLRPs(ctx context.Context, guid string) ([]*modelsv1.Actua
 	return listActualLRPs(ctx, b.s, &bbsv1.ListActualLRPsRequest{ProcessGuid: guid})
 }
 
-// pushLogs follows a task's or an instance's lines from its cell's rep (as logs
-// --follow does).
+// pushLogs follows an instance's lines from its cell's rep (as logs --follow does).
 type pushLogs struct{ s *session }
-
-func (l pushLogs) FollowTask(ctx context.Context, guid, cellID string, emit func([]*repv1.LogLine)) error {
-	return l.follow(ctx, cellID, &repv1.StreamLogsRequest{TaskGuid: guid, Follow: true}, emit)
-}
 
 func (l pushLogs) FollowInstance(ctx context.Context, guid string, index int32, cellID string, emit func([]*repv1.LogLine)) error {
 	return l.follow(ctx, cellID, &repv1.StreamLogsRequest{ProcessGuid: guid, Index: &index, Follow: true}, emit)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,18 +37,25 @@ const ErrTypePushFailed models.ErrorType = "PushFailed"
 
 const pushDetails = "Does what Cloud Controller does for 'cf push': lists DIR's files and asks the\n" +
 	"fileserver which it already has (resource matching), uploads only the others, and\n" +
-	"computes the app's version from the package, stack, memory and disk. When an LRP of\n" +
-	"that version exists it is only scaled to --instances; otherwise a staging task runs\n" +
-	"the stack's builder (its output is streamed as \"[STG/0] ...\"), then the droplet runs\n" +
-	"as the LRP <app guid>-<version> in domain apps, routed at NAME.DOMAIN. --wait prints\n" +
-	"progress until every instance is RUNNING; a crash or --timeout (default 3m here)\n" +
-	"removes the new LRP (each BBS call is bounded by 10s or less). Older versions of\n" +
-	"the app are unrouted and removed only after the new one runs and the route-emitter\n" +
-	"routes it. The staging task is always deleted. Progress goes to stdout as text.\n" +
-	"Without --instances, a re-push keeps the instance count (and allow_ssh) of the\n" +
-	"app's running version, as cf push does; a first push runs 1.\n\n" +
+	"computes the app's version from the package, stack, memory, disk, buildpacks and\n" +
+	"env. When an LRP of that version exists it is only scaled to --instances; otherwise\n" +
+	"the stager stages the package with the stack's buildpacks: with no -b, each\n" +
+	"registered buildpack of the stack (droverctl buildpacks) is tried in order and the\n" +
+	"first whose bin/detect accepts the app builds it; with -b, the named buildpacks\n" +
+	"run in order, all but the last supplying dependencies and the last building the\n" +
+	"droplet. The buildpacks' output is streamed as \"[STG/0] ...\". Without --stack the\n" +
+	"stager's default stack is used. The droplet then runs as the LRP\n" +
+	"<app guid>-<version> in domain apps, started by the stack's launcher with the\n" +
+	"buildpack's start command, -e variables and PORT=8080, routed at NAME.DOMAIN.\n" +
+	"--wait prints progress until every instance is RUNNING; a failed staging desires\n" +
+	"nothing; a crash or --timeout (default 3m here) removes the new LRP (each BBS call\n" +
+	"is bounded by 10s or less). Older versions of the app are unrouted and removed\n" +
+	"only after the new one runs and the route-emitter routes it. Progress goes to\n" +
+	"stdout as text. Without --instances, a re-push keeps the instance count (and\n" +
+	"allow_ssh) of the app's running version, as cf push does; a first push runs 1.\n\n" +
 	"The fileserver is --fileserver (env " + EnvFileserverURL + ", default " + DefaultFileserverURL + "),\n" +
 	"its signing key --fileserver-key (env " + EnvFileserverKey + ", default .drover/" + fileserverKeyPath + ").\n" +
+	"The stager is --stager (env " + EnvStagerAddress + ", default " + DefaultStagerAddress + ").\n" +
 	"The domain defaults to $" + EnvAppsDomain + ", else " + DefaultAppsDomain + ". --push-timeout bounds\n" +
 	"the whole push (default 5m)."
 
@@ -58,8 +66,9 @@ func pushCommand(ctl *cli) *cobra.Command {
 		Long:  pushDetails + pushDockerDetails,
 		Example: examples(
 			"push examples/static-site --name hello",
+			"push examples/node-express --name api -b nodejs -e NODE_ENV=production -i 2",
+			"push examples/shell-app --name worker --stack busybox --instances 2 --memory 128M",
 			"push --name web --docker-image 127.0.0.1:5000/drover/web:v1 --insecure-registry -i 2",
-			"push examples/shell-app --name worker --instances 2 --memory 128M",
 			"push . --name hello --domain apps.internal --wait=false",
 		),
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -67,7 +76,10 @@ func pushCommand(ctl *cli) *cobra.Command {
 		},
 	}
 	name := cmd.Flags().String("name", "", "the app's `NAME` (a DNS label; required)")
-	stack := cmd.Flags().String("stack", "busybox", "the `STACK` to stage and run on (rootfs preloaded:STACK)")
+	stack := cmd.Flags().String("stack", "", "the `STACK` to stage and run on (default: the stager's default stack)")
+	buildpacks := cmd.Flags().StringArrayP("buildpack", "b", nil, "a buildpack `NAME` to stage with (repeatable: supply buildpacks, then the final one; default: detect)")
+	envVars := cmd.Flags().StringArrayP("env", "e", nil, "an environment variable `NAME=VALUE` for staging and the app (repeatable)")
+	stager := cmd.Flags().String("stager", "", "stager gRPC address `HOST:PORT` (env "+EnvStagerAddress+"; default "+DefaultStagerAddress+")")
 	instances := cmd.Flags().IntP("instances", "i", 1, "how many instances to run (`N`; a re-push without it keeps the running count)")
 	memory := cmd.Flags().StringP("memory", "m", "64M", "memory limit per instance: a `SIZE` in MB (64M, 1G)")
 	disk := cmd.Flags().String("disk", "256M", "disk limit per instance: a `SIZE` in MB (256M, 1G)")
@@ -84,7 +96,8 @@ func pushCommand(ctl *cli) *cobra.Command {
 		if err := docker.check(cmd); err != nil {
 			return err
 		}
-		app, err := pushApp(s, *name, *stack, *instances, *memory, *disk, *domain)
+		app, err := pushApp(s, pushFlags{name: *name, stack: *stack, instances: *instances, memory: *memory, disk: *disk,
+			domain: *domain, buildpacks: *buildpacks, env: *envVars})
 		if err != nil {
 			return err
 		}
@@ -109,6 +122,7 @@ func pushCommand(ctl *cli) *cobra.Command {
 		_, err = push.Push(ctx, opts, push.Deps{
 			BBS:       pushBBS{s: s},
 			Blobstore: blobs,
+			Stager:    pushStager{s: s, addr: s.stagerAddress(*stager)},
 			Logs:      pushLogs{s: s},
 			Routes:    pushRoutes{s: s, addr: s.routeEmitterAddress(*routeEmitter)},
 			ScanDir:   fsclient.ScanDir,
@@ -119,28 +133,38 @@ func pushCommand(ctl *cli) *cobra.Command {
 	return cmd
 }
 
-// pushApp reads and checks the app's flags.
-func pushApp(s *session, name, stack string, instances int, memory, disk, domain string) (push.App, error) {
-	if name == "" {
+// pushFlags are the app settings of a push as typed.
+type pushFlags struct {
+	name, stack          string
+	instances            int
+	memory, disk, domain string
+	buildpacks, env      []string
+}
+
+// pushApp reads and checks the app's flags; the error names every bad one.
+func pushApp(s *session, f pushFlags) (push.App, error) {
+	if f.name == "" {
 		return push.App{}, usagef("push needs --name NAME")
 	}
-	if instances < 0 || instances > 1<<31-1 {
-		return push.App{}, usagef("--instances must be a non-negative integer, not %d", instances)
+	if f.instances < 0 || f.instances > 1<<31-1 {
+		return push.App{}, usagef("--instances must be a non-negative integer, not %d", f.instances)
 	}
-	memoryMB, err := push.ParseMegabytes(memory)
+	memoryMB, err := push.ParseMegabytes(f.memory)
 	if err != nil {
 		return push.App{}, usagef("--memory: %v", err)
 	}
-	diskMB, err := push.ParseMegabytes(disk)
+	diskMB, err := push.ParseMegabytes(f.disk)
 	if err != nil {
 		return push.App{}, usagef("--disk: %v", err)
 	}
+	env, envErr := push.ParseEnv(f.env)
 	app := push.App{
-		Name: name, Stack: stack, Instances: int32(instances), MemoryMB: memoryMB, DiskMB: diskMB,
-		Domain: cmp.Or(domain, s.getenv(EnvAppsDomain), DefaultAppsDomain),
+		Name: f.name, Stack: f.stack, Instances: int32(f.instances), MemoryMB: memoryMB, DiskMB: diskMB,
+		Domain:     cmp.Or(f.domain, s.getenv(EnvAppsDomain), DefaultAppsDomain),
+		Buildpacks: f.buildpacks, Env: env,
 	}
-	if err := app.Validate(); err != nil {
-		return push.App{}, usagef("%v", err)
+	if err := errors.Join(app.Validate(), envErr); err != nil {
+		return push.App{}, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return app, nil
 }

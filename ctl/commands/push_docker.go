@@ -87,7 +87,7 @@ func (d *dockerPushFlags) check(cmd *cobra.Command) error {
 			return usagef("--%s needs --docker-image", name)
 		}
 	}
-	for _, name := range []string{"stack", "fileserver", "fileserver-key"} {
+	for _, name := range []string{"stack", "buildpack", "env", "stager", "fileserver", "fileserver-key"} {
 		if d.image != "" && cmd.Flags().Changed(name) {
 			return usagef("--%s is for pushing a DIR, not --docker-image", name)
 		}

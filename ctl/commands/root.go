@@ -80,7 +80,7 @@ func (c *cli) newRoot() *cobra.Command {
 		&cobra.Group{ID: groupOps, Title: "Convergence, cordons and evacuation:"},
 	)
 	root.AddCommand(
-		pushCommand(c), appsCommand(c), appCommand(c), restartCommand(c),
+		pushCommand(c), appsCommand(c), appCommand(c), restartCommand(c), buildpacksCommand(c), buildpackFamily(c),
 		desiredLRPsCommand(c), desiredLRPCommand(c), desireCommand(c), scaleCommand(c), deleteCommand(c),
 		actualLRPsCommand(c), killCommand(c), logsCommand(c), routesCommand(c),
 		execCommand(c), enableSSHCommand(c, true), enableSSHCommand(c, false),

@@ -3,16 +3,10 @@ package commands
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
 
-	"drover.dev/bbs/models"
 	"drover.dev/ctl/output"
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
 )
@@ -22,6 +16,9 @@ const DefaultRouteEmitterAddress = "127.0.0.1:17010"
 
 // EnvRouteEmitterAddress overrides DefaultRouteEmitterAddress.
 const EnvRouteEmitterAddress = "DROVER_ROUTE_EMITTER_ADDRESS"
+
+// routeEmitterName names the route-emitter in errors.
+const routeEmitterName = "route-emitter"
 
 func routesCommand(ctl *cli) *cobra.Command {
 	cmd := &cobra.Command{
@@ -70,36 +67,15 @@ func (s *session) routeEmitterAddress(flagValue string) string {
 // listRoutes calls ListRoutes on the route-emitter at addr with droverctl's
 // certificates, bounded by --timeout; its errors name the route-emitter.
 func (s *session) listRoutes(ctx context.Context, addr string, req *routeemitterv1.ListRoutesRequest) (*routeemitterv1.ListRoutesResponse, error) {
-	if _, err := s.bbs(); err != nil { // resolves the target's certificates
+	conn, err := s.dialService(routeEmitterName, addr)
+	if err != nil {
 		return nil, err
 	}
-	tlsConfig, err := s.target.TLS.Client()
-	if err != nil {
-		return nil, models.NewError(ErrTypeInvalidTarget, "%s: %v", s.target, err)
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)))
-	if err != nil {
-		return nil, models.NewError(ErrTypeInvalidTarget, "route-emitter at %s: %v", addr, err)
-	}
-	defer conn.Close()
 	callCtx, cancel := context.WithTimeout(ctx, s.opts.timeout)
 	defer cancel()
 	resp, err := routeemitterv1.NewRouteEmitterServiceClient(conn).ListRoutes(callCtx, req)
 	if err != nil {
-		return nil, s.routeEmitterError(addr, err)
+		return nil, s.serviceError(routeEmitterName, addr, err)
 	}
 	return resp, nil
-}
-
-// routeEmitterError types an error of a call to the route-emitter and names it.
-func (s *session) routeEmitterError(addr string, err error) error {
-	if status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
-		return err
-	}
-	e := models.FromError(err)
-	msg := fmt.Sprintf("route-emitter at %s: %s", addr, e.Message)
-	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-		msg = fmt.Sprintf("route-emitter at %s did not answer within %s (--timeout)", addr, s.opts.timeout)
-	}
-	return &models.Error{Type: e.Type, Message: msg}
 }

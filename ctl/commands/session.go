@@ -26,6 +26,8 @@ type session struct {
 	target target.Target
 	client *client.Client
 	reps   *repclient.Pool // set with client
+	// conns are the connections to other components (dialService).
+	conns []io.Closer
 }
 
 func newSession(opts *globalOptions, env Env, stdout, stderr io.Writer) *session {
@@ -57,6 +59,9 @@ func (s *session) getenv(key string) string { return s.env.Vars[key] }
 
 // close closes the connections, if any were made.
 func (s *session) close() {
+	for _, c := range s.conns {
+		_ = c.Close() // nothing to do about a failed close on exit
+	}
 	if s.client != nil {
 		_ = s.client.Close() // nothing to do about a failed close on exit
 		_ = s.reps.Close()

@@ -60,6 +60,23 @@ func TestUsageErrors(t *testing.T) {
 		{"push with bad disk", []string{"push", ".", "--name", "a", "--disk", "0"}, "--disk: \"0\" is not a positive size"},
 		{"push with negative instances", []string{"push", ".", "--name", "a", "--instances", "-2"}, "--instances must be a non-negative integer"},
 		{"push with a bad domain", []string{"push", ".", "--name", "a", "--domain", "no spaces"}, "--domain \"no spaces\" is not a valid DNS domain"},
+		{"push with a bad buildpack", []string{"push", ".", "--name", "a", "-b", "Node/JS"}, `-b/--buildpack "Node/JS" must be 1 to 64 lower-case letters`},
+		{"push with too many buildpacks", append([]string{"push", ".", "--name", "a"}, strings.Split(strings.Repeat("-b x ", 17), " ")[:34]...), "-b/--buildpack is given 17 times: at most 16"},
+		{"push with an env without =", []string{"push", ".", "--name", "a", "-e", "GREETING"}, `-e/--env "GREETING" must be NAME=VALUE`},
+		{"push with a bad env name", []string{"push", ".", "--name", "a", "--env", "MY-VAR=1"}, `-e/--env name "MY-VAR" must be a letter or '_'`},
+		{"push with env PORT", []string{"push", ".", "--name", "a", "-e", "PORT=9000"}, "-e/--env PORT is set by drover"},
+		{"push naming every bad flag", []string{"push", ".", "--name", "a", "-b", "B", "-e", "1=x", "--stack", "S"}, `--stack "S" must be lower-case letters, digits, '.', '_' and '-'; -b/--buildpack "B" must be 1 to 64 lower-case letters, digits, '.', '_' and '-'; -e/--env name "1"`},
+		{"push docker with a buildpack", []string{"push", "--name", "a", "--docker-image", "r.example/x:1", "-b", "go"}, "--buildpack is for pushing a DIR, not --docker-image"},
+		{"push docker with env", []string{"push", "--name", "a", "--docker-image", "r.example/x:1", "-e", "A=1"}, "--env is for pushing a DIR, not --docker-image"},
+		{"buildpack without a command", []string{"buildpack"}, "buildpack needs a command: create, update, delete"},
+		{"buildpack create without a path", []string{"buildpack", "create", "mine"}, "buildpack create takes 2 arguments: NAME PATH"},
+		{"buildpack create with a bad name", []string{"buildpack", "create", "My Pack", "."}, `buildpack name "My Pack" must be 1 to 64 lower-case letters`},
+		{"buildpack create with a negative position", []string{"buildpack", "create", "mine", ".", "--position", "-1"}, "--position must be a non-negative integer, not -1"},
+		{"buildpack update with nothing to change", []string{"buildpack", "update", "mine"}, "buildpack update needs --position N or --path PATH"},
+		{"buildpack update with a negative position", []string{"buildpack", "update", "mine", "--position", "-3"}, "--position must be a non-negative integer, not -3"},
+		{"buildpack delete without a name", []string{"buildpack", "delete"}, "buildpack delete takes 1 argument: NAME"},
+		{"buildpack delete with a bad name", []string{"buildpack", "delete", "UPPER"}, `buildpack name "UPPER" must be`},
+		{"buildpacks takes no arguments", []string{"buildpacks", "go"}, "buildpacks takes no arguments"},
 		{"push with a zero push timeout", []string{"push", ".", "--name", "a", "--push-timeout", "0"}, "--push-timeout must be positive"},
 		{"task without a command", []string{"task"}, "task needs a command: show, cancel, delete, desire"},
 		{"task show without a guid", []string{"task", "show"}, "task show takes 1 argument: TASK_GUID"},
@@ -117,7 +134,8 @@ func TestHelp(t *testing.T) {
 	env := commands.Env{}
 	allCommands := []string{"push", "task show", "task cancel", "task delete", "task desire", "domains", "set-domain", "desired-lrps", "desired-lrp", "desire", "scale",
 		"delete", "actual-lrps", "kill", "logs", "routes", "tasks", "cells", "cell-states", "events", "locks",
-		"converger status", "converger pause", "converger resume", "cell cordon", "cell uncordon", "evacuate"}
+		"converger status", "converger pause", "converger resume", "cell cordon", "cell uncordon", "evacuate",
+		"buildpacks", "buildpack create", "buildpack update", "buildpack delete"}
 
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

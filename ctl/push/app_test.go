@@ -52,27 +52,68 @@ func handBuiltAppGUID(name string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
-func TestVersionCoversPackageStackMemoryAndDisk(t *testing.T) {
-	base := push.Version("sha-a", "busybox", 64, 256)
+func TestVersionCoversPackageStackMemoryDiskBuildpacksAndEnv(t *testing.T) {
+	v := func(sha, stack string, mem, disk int32, bps []string, env ...push.EnvVar) string {
+		return push.Version(sha, stack, mem, disk, bps, env)
+	}
+	base := v("sha-a", "busybox", 64, 256, nil)
 	require.Len(t, base, 8)
-	require.Equal(t, base, push.Version("sha-a", "busybox", 64, 256))
+	require.Equal(t, base, v("sha-a", "busybox", 64, 256, nil))
+	require.Equal(t, "e7b8b72b", base, "without buildpacks and env, the version earlier drovers computed")
+	withBoth := v("sha-a", "busybox", 64, 256, []string{"nodejs", "go"}, push.EnvVar{Name: "A", Value: "1"}, push.EnvVar{Name: "B", Value: "2"})
+	require.Equal(t, withBoth, v("sha-a", "busybox", 64, 256, []string{"nodejs", "go"}, push.EnvVar{Name: "B", Value: "2"}, push.EnvVar{Name: "A", Value: "1"}),
+		"env is sorted by name")
 	for name, other := range map[string]string{
-		"package":  push.Version("sha-b", "busybox", 64, 256),
-		"stack":    push.Version("sha-a", "other", 64, 256),
-		"memory":   push.Version("sha-a", "busybox", 128, 256),
-		"disk":     push.Version("sha-a", "busybox", 64, 512),
-		"boundary": push.Version("sha-", "abusybox", 64, 256),
+		"package":     v("sha-b", "busybox", 64, 256, nil),
+		"stack":       v("sha-a", "other", 64, 256, nil),
+		"memory":      v("sha-a", "busybox", 128, 256, nil),
+		"disk":        v("sha-a", "busybox", 64, 512, nil),
+		"boundary":    v("sha-", "abusybox", 64, 256, nil),
+		"a buildpack": v("sha-a", "busybox", 64, 256, []string{"go"}),
+		"an env var":  v("sha-a", "busybox", 64, 256, nil, push.EnvVar{Name: "A", Value: "1"}),
 	} {
 		require.NotEqual(t, base, other, "a change of %s makes a new version", name)
+	}
+	a1, b2 := push.EnvVar{Name: "A", Value: "1"}, push.EnvVar{Name: "B", Value: "2"}
+	for name, other := range map[string]string{
+		"buildpack order":   v("sha-a", "busybox", 64, 256, []string{"go", "nodejs"}, a1, b2),
+		"buildpack split":   v("sha-a", "busybox", 64, 256, []string{"nodejsgo"}, a1, b2),
+		"no buildpacks":     v("sha-a", "busybox", 64, 256, nil, a1, b2),
+		"an env value":      v("sha-a", "busybox", 64, 256, []string{"nodejs", "go"}, a1, push.EnvVar{Name: "B", Value: "3"}),
+		"env name boundary": v("sha-a", "busybox", 64, 256, []string{"nodejs", "go"}, a1, push.EnvVar{Name: "B2"}),
+		"one env var less":  v("sha-a", "busybox", 64, 256, []string{"nodejs", "go"}, a1),
+	} {
+		require.NotEqual(t, withBoth, other, "a change of %s makes a new version", name)
 	}
 	app := push.App{Name: "hello", Stack: "busybox", MemoryMB: 64, DiskMB: 256, PackageSHA256: "sha-a", Instances: 1}
 	same := app
 	same.Instances = 5
 	require.Equal(t, app.ProcessGUID(), same.ProcessGUID(), "instances are not part of the version")
 	require.Equal(t, push.AppGUID("hello")+"-"+base, app.ProcessGUID())
+	withEnv := app
+	withEnv.Env = []push.EnvVar{{Name: "A", Value: "1"}}
+	require.NotEqual(t, app.ProcessGUID(), withEnv.ProcessGUID(), "App.Version covers env")
+	withBP := app
+	withBP.Buildpacks = []string{"go"}
+	require.NotEqual(t, app.ProcessGUID(), withBP.ProcessGUID(), "App.Version covers buildpacks")
 	require.True(t, push.IsVersionOf(app.ProcessGUID(), app.GUID()))
 	require.False(t, push.IsVersionOf(app.ProcessGUID(), push.AppGUID("other")))
 	require.False(t, push.IsVersionOf(app.GUID()+"-extra", app.GUID()))
+}
+
+func TestParseEnv(t *testing.T) {
+	env, err := push.ParseEnv([]string{"A=1", "B=", "C=x=y"})
+	require.NoError(t, err)
+	require.Equal(t, []push.EnvVar{{Name: "A", Value: "1"}, {Name: "B"}, {Name: "C", Value: "x=y"}}, env)
+	_, err = push.ParseEnv([]string{"NOEQUALS", "A=1", "ALSO"})
+	require.EqualError(t, err, `-e/--env "NOEQUALS" must be NAME=VALUE; -e/--env "ALSO" must be NAME=VALUE`)
+}
+
+func TestCheckBuildpackName(t *testing.T) {
+	require.NoError(t, push.CheckBuildpackName("node_js-2.x"))
+	for _, bad := range []string{"", "Node", "a/b", strings.Repeat("a", 65)} {
+		require.ErrorContains(t, push.CheckBuildpackName(bad), "must be 1 to 64 lower-case letters", bad)
+	}
 }
 
 func TestParseMegabytes(t *testing.T) {
@@ -110,8 +151,15 @@ func TestParseMegabytes(t *testing.T) {
 }
 
 func TestAppValidate(t *testing.T) {
-	good := push.App{Name: "hello", Stack: "busybox", Instances: 1, MemoryMB: 64, DiskMB: 256, Domain: "example.com"}
+	good := push.App{Name: "hello", Stack: "busybox", Instances: 1, MemoryMB: 64, DiskMB: 256, Domain: "example.com",
+		Buildpacks: make([]string, 16), Env: manyEnv(100)}
+	for i := range good.Buildpacks {
+		good.Buildpacks[i] = fmt.Sprintf("bp-%d", i)
+	}
 	require.NoError(t, good.Validate())
+	noStack := good
+	noStack.Stack = ""
+	require.NoError(t, noStack.Validate(), "no stack: the stager's default")
 	tests := []struct {
 		name    string
 		change  func(*push.App)
@@ -126,6 +174,18 @@ func TestAppValidate(t *testing.T) {
 		{"no disk", func(a *push.App) { a.DiskMB = 0 }, "--disk"},
 		{"bad domain", func(a *push.App) { a.Domain = "exa mple.com" }, "--domain"},
 		{"empty domain", func(a *push.App) { a.Domain = "" }, "--domain"},
+		{"upper-case buildpack", func(a *push.App) { a.Buildpacks = []string{"ok", "NodeJS"} }, `-b/--buildpack "NodeJS" must be 1 to 64`},
+		{"empty buildpack", func(a *push.App) { a.Buildpacks = []string{""} }, `-b/--buildpack "" must be`},
+		{"long buildpack", func(a *push.App) { a.Buildpacks = []string{strings.Repeat("b", 65)} }, "-b/--buildpack"},
+		{"buildpack with a slash", func(a *push.App) { a.Buildpacks = []string{"a/b"} }, "-b/--buildpack"},
+		{"too many buildpacks", func(a *push.App) { a.Buildpacks = make([]string, 17) }, "-b/--buildpack is given 17 times: at most 16"},
+		{"env name with a dash", func(a *push.App) { a.Env = []push.EnvVar{{Name: "MY-VAR"}} }, `-e/--env name "MY-VAR" must be a letter or '_'`},
+		{"env name starting with a digit", func(a *push.App) { a.Env = []push.EnvVar{{Name: "1A"}} }, `-e/--env name "1A"`},
+		{"empty env name", func(a *push.App) { a.Env = []push.EnvVar{{Name: "", Value: "x"}} }, `-e/--env name ""`},
+		{"env PORT", func(a *push.App) { a.Env = []push.EnvVar{{Name: "PORT", Value: "1"}} }, "-e/--env PORT is set by drover"},
+		{"env VCAP_", func(a *push.App) { a.Env = []push.EnvVar{{Name: "VCAP_SERVICES", Value: "{}"}} }, "-e/--env VCAP_SERVICES is set by drover"},
+		{"env twice", func(a *push.App) { a.Env = []push.EnvVar{{Name: "A"}, {Name: "A"}} }, "-e/--env A is given twice"},
+		{"too many env", func(a *push.App) { a.Env = manyEnv(101) }, "-e/--env is given 101 times: at most 100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,5 +203,22 @@ func TestSizes(t *testing.T) {
 	require.Equal(t, int64(31), push.TotalSize(missing))
 	for in, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1.0K", 1229: "1.2K", 5 << 20: "5.0M", 3 << 30: "3.0G"} {
 		require.Equal(t, want, push.HumanBytes(in))
+	}
+}
+
+func manyEnv(n int) []push.EnvVar {
+	env := make([]push.EnvVar, n)
+	for i := range env {
+		env[i] = push.EnvVar{Name: fmt.Sprintf("VAR_%d", i), Value: "x"}
+	}
+	return env
+}
+
+func TestAppValidateNamesEveryBadFlag(t *testing.T) {
+	app := push.App{Name: "Bad", Stack: "busybox", Instances: 1, MemoryMB: 0, DiskMB: 256, Domain: "example.com",
+		Buildpacks: []string{"X"}, Env: []push.EnvVar{{Name: "PORT"}}}
+	err := app.Validate()
+	for _, flag := range []string{"--name", "--memory", "-b/--buildpack", "-e/--env PORT"} {
+		require.ErrorContains(t, err, flag)
 	}
 }

@@ -5,21 +5,18 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"drover.dev/lib/dockerref"
-	bbsv1 "drover.dev/proto/gen/drover/bbs/v1"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
+	stagerv1 "drover.dev/proto/gen/drover/stager/v1"
 )
 
 // BBS is what push asks of the BBS. Each call is bounded by the caller's per-call
 // time limit; errors are the BBS's (models errors).
 type BBS interface {
-	DesireTask(ctx context.Context, req *bbsv1.DesireTaskRequest) error
-	GetTask(ctx context.Context, guid string) (*modelsv1.Task, error)
-	CancelTask(ctx context.Context, guid string) error
-	ResolvingTask(ctx context.Context, guid string) error
-	DeleteTask(ctx context.Context, guid string) error
 	// DesiredLRPs lists the desired LRPs of a domain.
 	DesiredLRPs(ctx context.Context, domain string) ([]*modelsv1.DesiredLRP, error)
 	DesireLRP(ctx context.Context, lrp *modelsv1.DesiredLRP) error
@@ -34,18 +31,27 @@ type Blobstore interface {
 	URLs
 	MatchResources(ctx context.Context, rs []Resource) ([]Resource, error)
 	UploadPackage(ctx context.Context, dir string, all, missing []Resource) (Package, error)
-	// BlobSHA256 returns the sha256 of a stored blob (from its ETag); "" when the
-	// server does not say.
-	BlobSHA256(ctx context.Context, key string) (string, error)
 }
 
-// Logs streams the log lines of a task or of an LRP's instance from the cell that
-// runs it.
+// URLs are the fileserver addresses a definition points at.
+type URLs interface {
+	// BlobURL is the download URL of a blob.
+	BlobURL(key string) string
+}
+
+// Stager stages packages into droplets (the stager's StagerService).
+type Stager interface {
+	// Stage starts a staging and streams its events: started, log lines, then one
+	// result or failure. Cancelling ctx cancels the staging.
+	Stage(ctx context.Context, req *stagerv1.StageRequest) (grpc.ServerStreamingClient[stagerv1.StageResponse], error)
+	// ListStacks lists the stacks the stager stages for.
+	ListStacks(ctx context.Context) ([]*stagerv1.Stack, error)
+}
+
+// Logs streams the log lines of an LRP's instance from the cell that runs it.
 type Logs interface {
-	// FollowTask sends the task's kept and new lines to emit until the task's
-	// container is gone (the stream ends) or ctx ends.
-	FollowTask(ctx context.Context, taskGUID, cellID string, emit func([]*repv1.LogLine)) error
-	// FollowInstance does the same for one instance (index) of an LRP.
+	// FollowInstance sends the kept and new lines of one instance (index) of an LRP
+	// to emit until its container is gone (the stream ends) or ctx ends.
 	FollowInstance(ctx context.Context, processGUID string, index int32, cellID string, emit func([]*repv1.LogLine)) error
 }
 
@@ -63,7 +69,9 @@ type RouteLister interface {
 type Deps struct {
 	BBS       BBS
 	Blobstore Blobstore
-	Logs      Logs
+	// Stager stages the app's package (buildpack pushes only).
+	Stager Stager
+	Logs   Logs
 	// Routes may be nil: the rollout then skips waiting for the routers (with a warning).
 	Routes RouteLister
 	// ScanDir lists the app's files.
@@ -72,8 +80,6 @@ type Deps struct {
 	Images ImageReader
 	// Out receives progress lines.
 	Out io.Writer
-	// Random feeds the staging task guid; nil means crypto/rand.
-	Random io.Reader
-	// PollInterval is how often task and instance states are polled; zero means 200 ms.
+	// PollInterval is how often instance states are polled; zero means 200 ms.
 	PollInterval time.Duration
 }

@@ -64,7 +64,7 @@ func (h *dockerHarness) push(t *testing.T) (push.DockerResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return push.PushDocker(ctx, h.opts, push.Deps{
-		BBS: h.bbs, Logs: h.logs, Routes: h.routes, Images: h.client,
+		BBS: h.bbs, Stager: h.stager, Logs: h.logs, Routes: h.routes, Images: h.client,
 		Out: &h.out, PollInterval: time.Millisecond,
 	})
 }
@@ -107,7 +107,7 @@ func TestDockerPushRunsTheImagePinnedToItsDigest(t *testing.T) {
 	require.Contains(t, out, "2 of 2 instances running\n")
 	require.Contains(t, out, "Routed at http://web.example.com\n")
 	require.Equal(t, "http://web.example.com", res.URL)
-	require.Equal(t, -1, h.j.index("DesireTask"), "no staging")
+	require.Equal(t, -1, h.j.index("Stage "), "no staging")
 }
 
 func TestDockerPushOfANewDigestReplacesTheOldVersion(t *testing.T) {

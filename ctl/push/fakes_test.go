@@ -1,13 +1,17 @@
 package push_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"drover.dev/bbs/models"
@@ -16,6 +20,7 @@ import (
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
 	repv1 "drover.dev/proto/gen/drover/rep/v1"
 	routeemitterv1 "drover.dev/proto/gen/drover/routeemitter/v1"
+	stagerv1 "drover.dev/proto/gen/drover/stager/v1"
 )
 
 // journal is the ordered record of every call the fakes received, shared by them.
@@ -46,36 +51,20 @@ func (j *journal) index(prefix string) int {
 	return -1
 }
 
-// taskOutcome is how the fake completes the staging task.
-type taskOutcome struct {
-	failed bool
-	reason string
-	result string
-	// unplaced completes the task without ever giving it a cell.
-	unplaced bool
-}
-
-// fakeBBS keeps tasks and LRPs in memory. A desired task becomes RUNNING on cell-1 at
-// the first GetTask and completes with outcome at the second. Instances come from
-// actuals (default: every index RUNNING).
+// fakeBBS keeps LRPs in memory. Instances come from actuals (default: every index
+// RUNNING).
 type fakeBBS struct {
-	j       *journal
-	outcome taskOutcome
+	j *journal
 	// actuals answers ActualLRPs for the n-th call (from 0) about an LRP.
 	actuals func(lrp *modelsv1.DesiredLRP, n int) []*modelsv1.ActualLRP
 
-	mu       sync.Mutex
-	tasks    map[string]*modelsv1.Task
-	getTasks map[string]int
-	lrps     map[string]*modelsv1.DesiredLRP
-	polls    map[string]int
-	// desiredTasks are the DesireTask requests received.
-	desiredTasks []*bbsv1.DesireTaskRequest
+	mu    sync.Mutex
+	lrps  map[string]*modelsv1.DesiredLRP
+	polls map[string]int
 }
 
 func newFakeBBS(j *journal, existing ...*modelsv1.DesiredLRP) *fakeBBS {
-	f := &fakeBBS{j: j, tasks: map[string]*modelsv1.Task{}, getTasks: map[string]int{}, lrps: map[string]*modelsv1.DesiredLRP{}, polls: map[string]int{},
-		outcome: taskOutcome{result: `{"lifecycle_type":"busybox","detected_type":"static","start_command":"exec httpd -f -v -p $PORT -h /home/vcap/app"}`}}
+	f := &fakeBBS{j: j, lrps: map[string]*modelsv1.DesiredLRP{}, polls: map[string]int{}}
 	for _, l := range existing {
 		f.lrps[l.GetProcessGuid()] = l
 	}
@@ -84,78 +73,6 @@ func newFakeBBS(j *journal, existing ...*modelsv1.DesiredLRP) *fakeBBS {
 
 func notFound(what string) error {
 	return models.NewError(models.ErrTypeResourceNotFound, "%s not found", what)
-}
-
-func (f *fakeBBS) DesireTask(_ context.Context, req *bbsv1.DesireTaskRequest) error {
-	if err := models.ValidateRequest(req); err != nil {
-		return err
-	}
-	f.j.add("DesireTask %s", req.GetTaskGuid())
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.desiredTasks = append(f.desiredTasks, req)
-	f.tasks[req.GetTaskGuid()] = &modelsv1.Task{TaskGuid: req.GetTaskGuid(), Domain: req.GetDomain(), TaskDefinition: req.GetTaskDefinition(), State: modelsv1.TaskState_TASK_STATE_PENDING}
-	return nil
-}
-
-func (f *fakeBBS) GetTask(_ context.Context, guid string) (*modelsv1.Task, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tasks[guid]
-	if !ok {
-		return nil, notFound("task " + guid)
-	}
-	f.getTasks[guid]++
-	switch n := f.getTasks[guid]; {
-	case n == 1 && !f.outcome.unplaced && t.State == modelsv1.TaskState_TASK_STATE_PENDING:
-		t.State, t.CellId = modelsv1.TaskState_TASK_STATE_RUNNING, "cell-1"
-	case n == 2 && t.State < modelsv1.TaskState_TASK_STATE_COMPLETED:
-		t.State, t.Failed, t.FailureReason, t.Result = modelsv1.TaskState_TASK_STATE_COMPLETED, f.outcome.failed, f.outcome.reason, f.outcome.result
-		f.j.add("TaskCompleted %s", guid)
-	}
-	return proto.Clone(t).(*modelsv1.Task), nil
-}
-
-func (f *fakeBBS) CancelTask(_ context.Context, guid string) error {
-	f.j.add("CancelTask %s", guid)
-	return f.setTaskState(guid, modelsv1.TaskState_TASK_STATE_COMPLETED)
-}
-
-func (f *fakeBBS) ResolvingTask(_ context.Context, guid string) error {
-	f.j.add("ResolvingTask %s", guid)
-	return f.setTaskState(guid, modelsv1.TaskState_TASK_STATE_RESOLVING)
-}
-
-func (f *fakeBBS) setTaskState(guid string, s modelsv1.TaskState) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tasks[guid]
-	if !ok {
-		return notFound("task " + guid)
-	}
-	t.State = s
-	return nil
-}
-
-func (f *fakeBBS) DeleteTask(_ context.Context, guid string) error {
-	f.j.add("DeleteTask %s", guid)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.tasks[guid]
-	if !ok {
-		return notFound("task " + guid)
-	}
-	if !models.TaskCanBeDeleted(t.GetState()) {
-		return models.NewError(models.ErrTypeInvalidStateTransition, "task %s is not resolving", guid)
-	}
-	delete(f.tasks, guid)
-	return nil
-}
-
-func (f *fakeBBS) taskCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.tasks)
 }
 
 func (f *fakeBBS) DesiredLRPs(_ context.Context, domain string) ([]*modelsv1.DesiredLRP, error) {
@@ -273,15 +190,9 @@ func (b *fakeBlobstore) UploadPackage(_ context.Context, _ string, all, missing 
 	return push.Package{Key: "packages/" + sum + ".zip", SHA256: sum, ReceivedFiles: len(missing), ReusedFiles: len(all) - len(missing)}, nil
 }
 
-func (b *fakeBlobstore) BlobSHA256(_ context.Context, key string) (string, error) {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// fakeLogs sends lines once and ends, as a rep does when the container goes: lines
-// for tasks, appLines for every instance.
+// fakeLogs sends appLines to every instance once and ends, as a rep does when the
+// container goes.
 type fakeLogs struct {
-	lines    []*repv1.LogLine
 	appLines []*repv1.LogLine
 }
 
@@ -290,17 +201,6 @@ func (l fakeLogs) FollowInstance(_ context.Context, _ string, index int32, _ str
 	for _, line := range l.appLines {
 		c := proto.Clone(line).(*repv1.LogLine)
 		c.Index = index
-		out = append(out, c)
-	}
-	emit(out)
-	return nil
-}
-
-func (l fakeLogs) FollowTask(_ context.Context, guid, _ string, emit func([]*repv1.LogLine)) error {
-	var out []*repv1.LogLine
-	for _, line := range l.lines {
-		c := proto.Clone(line).(*repv1.LogLine)
-		c.ContainerGuid = guid
 		out = append(out, c)
 	}
 	emit(out)
@@ -342,4 +242,86 @@ func (r *fakeRoutes) ListRoutes(ctx context.Context, guid string) ([]*routeemitt
 	}
 	r.j.add("Routes %s %d", guid, len(route.Endpoints))
 	return []*routeemitterv1.Route{route}, nil
+}
+
+// fakeStager answers Stage with the events of stage (default: started, two log lines
+// and a result for the request's droplet key), or with err; ListStacks with stacks.
+type fakeStager struct {
+	j      *journal
+	stage  func(req *stagerv1.StageRequest) []*stagerv1.StageResponse
+	err    error
+	stacks []*stagerv1.Stack
+	// cut ends the stream with an error instead of EOF after the events.
+	cut error
+
+	mu       sync.Mutex
+	requests []*stagerv1.StageRequest
+}
+
+// stagedResult is the result the default fake stager answers for req.
+func stagedResult(req *stagerv1.StageRequest) *stagerv1.StagingResult {
+	return &stagerv1.StagingResult{
+		TaskGuid: "staging-task-1", DropletKey: req.GetDropletKey(), DropletSha256: strings.Repeat("d", 64), DropletSize: 1234,
+		Buildpack: "staticfile", Buildpacks: []string{"staticfile"}, StartCommand: "./start-nginx",
+		ProcessTypes: map[string]string{"web": "./start-nginx"}, Stack: cmp.Or(req.GetStack(), "bookworm"),
+		Rootfs: "preloaded:" + cmp.Or(req.GetStack(), "bookworm"), User: "vcap",
+		LifecycleUrl: "http://fs/v1/static/lifecycle/lifecycle.tgz", CellId: "cell-1", DurationMs: 1500,
+	}
+}
+
+func (s *fakeStager) Stage(ctx context.Context, req *stagerv1.StageRequest) (grpc.ServerStreamingClient[stagerv1.StageResponse], error) {
+	s.j.add("Stage %s", req.GetAppName())
+	s.mu.Lock()
+	s.requests = append(s.requests, proto.Clone(req).(*stagerv1.StageRequest))
+	s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	events := []*stagerv1.StageResponse{
+		{Event: &stagerv1.StageResponse_Started{Started: &stagerv1.StagingStarted{TaskGuid: "staging-task-1", Stack: req.GetStack(), Buildpacks: []string{"staticfile", "nodejs"}}}},
+		{Event: &stagerv1.StageResponse_Log{Log: &repv1.LogLine{Source: "STG", Stream: "stdout", Text: "-----> Staticfile Buildpack"}}},
+		{Event: &stagerv1.StageResponse_Log{Log: &repv1.LogLine{Stream: "stdout", Text: "       Copying the site", Index: 0}}},
+		{Event: &stagerv1.StageResponse_Result{Result: stagedResult(req)}},
+	}
+	if s.stage != nil {
+		events = s.stage(req)
+	}
+	return &fakeStageStream{ctx: ctx, events: events, end: cmp.Or(s.cut, io.EOF)}, nil
+}
+
+func (s *fakeStager) ListStacks(context.Context) ([]*stagerv1.Stack, error) {
+	s.j.add("ListStacks")
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.stacks, nil
+}
+
+func (s *fakeStager) lastRequest() *stagerv1.StageRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) == 0 {
+		return nil
+	}
+	return s.requests[len(s.requests)-1]
+}
+
+// fakeStageStream hands out events, then end.
+type fakeStageStream struct {
+	grpc.ClientStream // nil: only Recv is called
+	ctx               context.Context
+	events            []*stagerv1.StageResponse
+	end               error
+}
+
+func (s *fakeStageStream) Recv() (*stagerv1.StageResponse, error) {
+	if err := s.ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if len(s.events) == 0 {
+		return nil, s.end
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
 }

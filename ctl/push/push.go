@@ -10,6 +10,7 @@ import (
 
 	"drover.dev/ctl/output"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
+	stagerv1 "drover.dev/proto/gen/drover/stager/v1"
 )
 
 // Options are one push's choices.
@@ -46,7 +47,8 @@ const cleanupTimeout = 30 * time.Second
 
 // Push uploads the app in opts.Dir, stages it unless this version already runs,
 // desires its LRP, waits for it and replaces older versions (see the package doc).
-// On failure it removes the staging task and the new LRP it created.
+// On failure it removes the new LRP it created; the stager cleans up its staging
+// task, also when the push is interrupted.
 func Push(ctx context.Context, opts Options, d Deps) (Result, error) {
 	p := &pusher{Deps: d, out: &progress{w: d.Out}}
 	if p.Out == nil {
@@ -68,6 +70,14 @@ func (p *pusher) push(ctx context.Context, opts Options) (Result, error) {
 	app := opts.App
 	if err := app.Validate(); err != nil {
 		return Result{}, err
+	}
+	if app.Stack == "" {
+		stack, err := p.defaultStack(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		app.Stack = stack
+		p.out.printf("Using the stager's default stack %s", stack)
 	}
 	pkg, err := p.upload(ctx, opts.Dir)
 	if err != nil {
@@ -185,17 +195,13 @@ func (p *pusher) rescale(ctx context.Context, lrp *modelsv1.DesiredLRP, instance
 	return p.BBS.UpdateDesiredLRP(ctx, lrp.GetProcessGuid(), &modelsv1.DesiredLRPUpdate{Instances: &instances})
 }
 
-// desire looks up the droplet's checksum and desires the new LRP, stamped with the
-// push time and allowing SSH when the running version did.
-func (p *pusher) desire(ctx context.Context, app App, staged StagingResult, allowSSH bool) error {
-	sum, err := p.Blobstore.BlobSHA256(ctx, app.DropletKey())
-	if err != nil {
-		return fmt.Errorf("droplet %s: %w", app.DropletKey(), err)
-	}
-	lrp := DesiredLRP(app, staged, Droplet{URL: p.Blobstore.BlobURL(app.DropletKey()), SHA256: sum})
+// desire desires the new LRP running the staged droplet, stamped with the push time
+// and allowing SSH when the running version did.
+func (p *pusher) desire(ctx context.Context, app App, staged *stagerv1.StagingResult, allowSSH bool) error {
+	lrp := DesiredLRP(app, staged, p.Blobstore)
 	lrp.Annotation = StampPushedAt(lrp.GetAnnotation(), time.Now())
 	lrp.AllowSsh = allowSSH
-	p.out.printf("Starting %s of %s (%s: %s)", output.Count(int64(app.Instances), "instance"), lrp.GetProcessGuid(), staged.DetectedType, staged.StartCommand)
+	p.out.printf("Starting %s of %s (%s buildpack: %s)", output.Count(int64(app.Instances), "instance"), lrp.GetProcessGuid(), staged.GetBuildpack(), staged.GetStartCommand())
 	return p.BBS.DesireLRP(ctx, lrp)
 }
 

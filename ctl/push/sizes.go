@@ -1,26 +1,12 @@
 package push
 
-import "fmt"
+import (
+	"drover.dev/ctl/output"
+	"drover.dev/fileserver/client"
+)
 
-// Missing returns the files the server does not have: those of all whose sha1 and
-// size are not in known.
-func Missing(all, known []Resource) []Resource {
-	type id struct {
-		sha1 string
-		size int64
-	}
-	have := make(map[id]bool, len(known))
-	for _, r := range known {
-		have[id{r.SHA1, r.Size}] = true
-	}
-	var missing []Resource
-	for _, r := range all {
-		if !have[id{r.SHA1, r.Size}] {
-			missing = append(missing, r)
-		}
-	}
-	return missing
-}
+// Missing returns the files the server does not have (client.Missing).
+var Missing = client.Missing
 
 // TotalSize adds up the files' sizes.
 func TotalSize(rs []Resource) int64 {
@@ -31,18 +17,5 @@ func TotalSize(rs []Resource) int64 {
 	return n
 }
 
-// HumanBytes renders a byte count as "512B", "1.2K", "3.4M" or "1.0G".
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	value, suffix := float64(n)/unit, "K"
-	for _, next := range []string{"M", "G", "T"} {
-		if value < unit {
-			break
-		}
-		value, suffix = value/unit, next
-	}
-	return fmt.Sprintf("%.1f%s", value, suffix)
-}
+// HumanBytes renders a byte count as "512B", "1.2K", "3.4M" or "1.0G" (output.Bytes).
+func HumanBytes(n int64) string { return output.Bytes(n) }

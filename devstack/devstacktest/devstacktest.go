@@ -20,6 +20,7 @@ import (
 	convergerconfig "drover.dev/converger/config"
 	repconfig "drover.dev/rep/config"
 	reconfig "drover.dev/route-emitter/config"
+	stagerconfig "drover.dev/stager/config"
 
 	"drover.dev/devstack"
 	"drover.dev/devstack/router"
@@ -57,6 +58,23 @@ type Options struct {
 	// soon as its last container is gone. Without Debian's docker-registry the test is
 	// skipped (testenv.Missing).
 	Registry bool
+	// Hosts, when positive, starts a multi-host stack instead (see newHosts): that many
+	// cells, each on a test host of its own, the control plane, the router and a client
+	// host, on a private test network (devstack.HostNetwork, in Stack.Hosts). Cells
+	// must then be 0 or Hosts; Replicas and Registry are not supported.
+	Hosts int // multihost
+	// Stager, when set, starts a stager (and a fileserver) with the tree's buildpacks
+	// registered (devstack.RegisterTreeBuildpacks).
+	Stager *StagerOptions
+}
+
+// StagerOptions shape a test stack's stager.
+type StagerOptions struct {
+	// Bookworm builds the bookworm stack (scripts/stack.sh, cached) and has every cell
+	// preload it, so that the stager stages for it too.
+	Bookworm bool
+	// Configure may change the stager's configuration before it starts.
+	Configure func(c *stagerconfig.Config)
 }
 
 // RoutingOptions shape a test stack's routing side.
@@ -81,8 +99,15 @@ const databaseConnections = 10
 
 // builds compile each set of binaries once per test process.
 var builds = struct {
-	bbs, cells, converger, routing, fileserver buildOnce
+	bbs, cells, converger, routing, fileserver, stager, lifecycle buildOnce
 }{}
+
+// bookworm builds the bookworm stack's image once per test process.
+var bookworm struct {
+	once  sync.Once
+	image string
+	err   error
+}
 
 type buildOnce struct {
 	once sync.Once
@@ -100,6 +125,9 @@ func (b *buildOnce) do(root, binDir string, binaries ...devstack.Binary) error {
 // removed by t.Cleanup, after logging the processes' logs when the test failed.
 func New(t testing.TB, opts Options) *devstack.Stack {
 	t.Helper()
+	if opts.Hosts > 0 { // multihost
+		return newHosts(t, opts)
+	}
 	root, err := devstack.FindRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +162,15 @@ func New(t testing.TB, opts Options) *devstack.Stack {
 	if opts.Registry {
 		addRegistries(t, s)
 	}
+	if opts.Stager != nil && opts.Stager.Bookworm {
+		bookworm.once.Do(func() {
+			bookworm.image, bookworm.err = devstack.EnsureStackImage(context.Background(), root, "bookworm")
+		})
+		if bookworm.err != nil {
+			t.Fatal(bookworm.err)
+		}
+		s.StackImages = map[string]string{"bookworm": bookworm.image}
+	}
 	if opts.Cells > 0 {
 		addCells(t, s, opts)
 	}
@@ -143,8 +180,11 @@ func New(t testing.TB, opts Options) *devstack.Stack {
 	if opts.Routing != nil {
 		addRouting(t, s, *opts.Routing)
 	}
-	if opts.Fileserver {
+	if opts.Fileserver || opts.Stager != nil {
 		addFileserver(t, s)
+	}
+	if opts.Stager != nil {
+		addStager(t, s, *opts.Stager)
 	}
 	if err := s.PrepareFiles(); err != nil {
 		t.Fatal(err)
@@ -267,6 +307,25 @@ func addFileserver(t testing.TB, s *devstack.Stack) {
 	f := s.AddFileserver(devstack.FileserverPorts{HTTP: ports[0], Debug: ports[1]}, false)
 	f.PassListeners(reserved...)
 	f.Config.LogLevel = "debug"
+}
+
+// addStager describes a stager on free ports (call it after addFileserver), with the
+// lifecycle bundle built.
+func addStager(t testing.TB, s *devstack.Stack, opts StagerOptions) {
+	t.Helper()
+	if err := builds.stager.do(s.Root, s.BinDir, devstack.StagerBinary); err != nil {
+		t.Fatal(err)
+	}
+	if err := builds.lifecycle.do(s.Root, filepath.Join(s.BinDir, "lifecycle"), devstack.LifecycleBinaries...); err != nil {
+		t.Fatal(err)
+	}
+	ports, reserved := reservePorts(t, 3)
+	g := s.AddStager(devstack.StagerPorts{GRPC: ports[0], Callback: ports[1], Debug: ports[2]}, false)
+	g.PassListeners(reserved...)
+	g.Config.LogLevel = "debug"
+	if opts.Configure != nil {
+		opts.Configure(&g.Config)
+	}
 }
 
 // Client returns a BBS client of replica i of s, closed when the test ends.

@@ -1,4 +1,4 @@
-// Package bundle packs a lifecycle bundle directory (such as the busybox builder) into a
+// Package bundle packs a directory (the lifecycle bundle, a buildpack) into a
 // deterministic gzip'd tar: the same tree always gives the same bytes, so the fileserver's
 // ETag for a bundle changes only when its content does.
 package bundle

@@ -151,19 +151,19 @@ func TestWriteFile(t *testing.T) {
 	requireOnlyFiles(t, out, "builder.tgz")
 }
 
-// TestPackBusyboxBundle packs the real busybox builder bundle and checks the builder is
-// executable in it.
-func TestPackBusyboxBundle(t *testing.T) {
-	var builder *tarEntry
-	entries := readTgz(t, pack(t, filepath.Join("..", "bundles", "busybox")))
+// TestPackBuildpack packs a real buildpack of the tree (what droverctl and the dev stack
+// register) and checks its bin/detect stays executable.
+func TestPackBuildpack(t *testing.T) {
+	var detect *tarEntry
+	entries := readTgz(t, pack(t, filepath.Join("..", "..", "buildpacks", "busybox")))
 	for i := range entries {
-		if entries[i].Name == "builder" {
-			builder = &entries[i]
+		if entries[i].Name == "bin/detect" {
+			detect = &entries[i]
 		}
 	}
-	require.NotNil(t, builder, "builder missing from the busybox bundle")
-	require.Equal(t, int64(0o755), builder.Mode&0o777)
-	require.Contains(t, builder.Content, "#!/bin/sh")
+	require.NotNil(t, detect, "bin/detect missing from the busybox buildpack")
+	require.Equal(t, int64(0o755), detect.Mode&0o777)
+	require.Contains(t, detect.Content, "#!/bin/sh")
 }
 
 func requireOnlyFiles(t *testing.T, dir string, names ...string) {

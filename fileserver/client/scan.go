@@ -102,3 +102,23 @@ func addFile(zw *zip.Writer, dir string, r Resource) error {
 	}
 	return nil
 }
+
+// Missing returns the files the server does not have: those of all whose sha1 and
+// size are not in known.
+func Missing(all, known []Resource) []Resource {
+	type id struct {
+		sha1 string
+		size int64
+	}
+	have := make(map[id]bool, len(known))
+	for _, r := range known {
+		have[id{r.SHA1, r.Size}] = true
+	}
+	var missing []Resource
+	for _, r := range all {
+		if !have[id{r.SHA1, r.Size}] {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}

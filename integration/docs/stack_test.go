@@ -58,7 +58,7 @@ func newStack(t *testing.T) *stack {
 	dir := filepath.Join(tmp, "drover")
 	require.NoError(t, copyRepo(src, dir))
 	s := &stack{root: dir, netns: "drover-docs-" + randomHex(4)}
-	s.env = stackEnv(dir)
+	s.env = stackEnv(dir, stackCache(src))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755))
 
 	bin := filepath.Join(dir, "bin")
@@ -89,9 +89,21 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
+// stackCache is where scripts/stack.sh keeps the stacks it built for the repository at
+// src ($DROVER_STACK_CACHE, else its .drover/cache/stacks): the scratch copy's `make up`
+// finds the bookworm stack there, since its network namespace cannot reach Debian's
+// mirror.
+func stackCache(src string) string {
+	if dir := os.Getenv("DROVER_STACK_CACHE"); dir != "" {
+		return dir
+	}
+	return filepath.Join(src, ".drover", "cache", "stacks")
+}
+
 // stackEnv is the environment of the documented commands: the test's, without the
-// variables that would point them at another stack, with the scratch copy's home and bin.
-func stackEnv(dir string) []string {
+// variables that would point them at another stack, with the scratch copy's home and bin
+// and the stack cache stacks.
+func stackEnv(dir, stacks string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -109,6 +121,7 @@ func stackEnv(dir string) []string {
 		"DROVER_HOME="+filepath.Join(dir, ".drover"),
 		"DROVER_BIN="+filepath.Join(dir, "bin"),
 		"DROVER_PG_PORT=54329", // the default: free in the namespace
+		"DROVER_STACK_CACHE="+stacks,
 	)
 }
 
