@@ -72,8 +72,10 @@ func (ps *pushStack) droverctlRun(t *testing.T, args ...string) pushResult {
 		"DROVER_FILESERVER_URL="+ps.Fileserver.URL(),
 		"DROVER_ROUTE_EMITTER_ADDRESS="+ps.RouteEmitter.Address(),
 		"DROVER_APPS_DOMAIN="+appsDomain,
-		"DROVER_STAGER_ADDRESS="+ps.Stager.Address(),
 	)
+	if ps.Stager != nil {
+		cmd.Env = append(cmd.Env, "DROVER_STAGER_ADDRESS="+ps.Stager.Address())
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -125,11 +125,12 @@ func TestPush(t *testing.T) {
 }
 
 // requireStaged checks a push's output: the staging task's log lines were streamed,
-// the builder detected kind, the instances were waited for, and no task is left.
+// the busybox buildpack detected kind ("static" or "shell"), the instances were waited for, and no task is left.
 func (ps *pushStack) requireStaged(t *testing.T, res pushResult, kind string) {
 	t.Helper()
 	require.Contains(t, res.stdout, "[STG", "the staging task's log lines were streamed")
-	require.Contains(t, res.stdout, "Detected "+kind)
+	require.Contains(t, res.stdout, "-----> Detected buildpack: busybox")
+	require.Contains(t, res.stdout, map[string]string{"static": "Static site: busybox httpd", "shell": "Shell app: start.sh"}[kind])
 	require.Contains(t, res.stdout, "instances running")
 	require.Empty(t, ps.tasks(t), "the staging task is gone after the push")
 }
