@@ -39,7 +39,7 @@ host_cas() {
 # host CAs (names and contents).
 stack_hash() {
 	{
-		sha256sum "$self"
+		sha256sum <"$self"
 		printf '%s\n' "${bookworm_packages[@]}"
 		while IFS= read -r crt; do
 			printf '%s ' "$(basename "$crt")"
