@@ -19,6 +19,8 @@ help:
 	@echo "                        and two private registries (docker-registry) holding the images drover builds (drover/web, drover/layers)."
 	@echo "                        Over a running stack, CELLS=N adds or removes cells (a removed cell is evacuated first) and leaves the"
 	@echo "                        rest running; DEVSTACK_FLAGS that differ from what runs are refused (make down first)"
+	@echo "make up HOSTS=N         the multi-host topology instead: N cell hosts (at most 4), a control, a router and a client"
+	@echo "                        host, each a network namespace with its own IP on a private bridge (docs/operations.md)"
 	@echo "make down               stop the dev stack: its processes and the Postgres, containerd and NATS of \$$DROVER_HOME"
 	@echo "make clean              make down, then delete \$$DROVER_HOME (database, certificates, containerd state, logs)"
 	@echo "make status             show Postgres, containerd, NATS and each process of the dev stack: pid, addresses, health"
@@ -50,7 +52,7 @@ stack: deps
 
 # CELLS=N starts N cells (reps), default 1.
 up: deps
-	$(DEVSTACK) up $(if $(CELLS),-cells $(CELLS)) $(DEVSTACK_FLAGS)
+	$(DEVSTACK) up $(if $(CELLS),-cells $(CELLS)) $(if $(HOSTS),-hosts $(HOSTS)) $(DEVSTACK_FLAGS)
 
 # When devstack itself cannot be built, fall back to the pid files and postgres.sh.
 down:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	auctioneerconfig "drover.dev/auctioneer/config"
+	"drover.dev/executor"
 	libconfig "drover.dev/lib/config"
 	repconfig "drover.dev/rep/config"
 )
@@ -91,6 +92,7 @@ func (s *Stack) newRep(l CellLayout, bbsAddress string, detached bool) *Rep {
 	cfg.Executor.PortRangeEnd = l.HostPortEnd
 	cfg.Executor.Subnet = l.Subnet
 	cfg.Executor.BridgeName = l.Bridge
+	cfg.Executor.UserNamespace = CellUserNamespace(l)
 	// A dev drain re-checks its containers every second instead of every 10 s.
 	cfg.EvacuationPollingInterval = libconfig.Duration(time.Second)
 	if rs := s.Registry; rs != nil {
@@ -126,3 +128,16 @@ func (s *Stack) describe(svc *Service, name string, b Binary, detached bool) {
 
 // BusyboxImage is the OCI image tarball every cell preloads as preloaded:busybox.
 func (s *Stack) BusyboxImage() string { return filepath.Join(s.Home, "rootfs", "busybox.tar") }
+
+// cellIDRangeBase is the first host uid/gid of the cells' user namespaces: above the
+// ids a Debian host hands out (and below 2^32 for every host port range).
+const cellIDRangeBase = 1 << 20
+
+// CellUserNamespace is the id range of a cell's unprivileged containers: 65536 ids from
+// 2^20 + (its first host port / 100)·65536, so that two cells of this machine (dev or
+// test stacks, whose host port ranges never overlap within a stack and are 100-port
+// blocks) never share host ids.
+func CellUserNamespace(l CellLayout) *executor.UserNamespace {
+	first := int64(cellIDRangeBase) + int64(l.HostPortStart/100)*executor.MinUserNamespaceSize
+	return &executor.UserNamespace{HostUID: first, HostGID: first, Size: executor.MinUserNamespaceSize}
+}

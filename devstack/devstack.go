@@ -55,6 +55,10 @@ type Options struct {
 	// NoBookworm leaves the bookworm stack out (no scripts/stack.sh build): the cells
 	// then serve busybox only.
 	NoBookworm bool
+	// Hosts, when positive, runs the stack on a test network of its own (multihost, see
+	// upHosts): that many cell hosts (at most MaxDevCells) plus the control, router and
+	// client hosts, each a network namespace with its own address.
+	Hosts int
 	// Logf reports progress (default: discard).
 	Logf func(format string, args ...any)
 }
@@ -138,7 +142,17 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	logf := opts.Logf
+	if opts.Hosts > 0 { // multihost
+		return upHosts(ctx, opts, given.Cells)
+	}
 	old, err := Load(opts.Home)
+	if err == nil && old.Hosts != nil { // multihost: a multi-host stack goes entirely
+		logf("taking the multi-host stack down")
+		if err := old.Down(ctx); err != nil {
+			return nil, err
+		}
+		old, err = nil, fs.ErrNotExist
+	}
 	if err == nil && given.Cells == 0 {
 		opts.Cells = len(old.Reps) // keep the number of cells
 	}
@@ -400,6 +414,7 @@ func (s *Stack) Down(ctx context.Context) error {
 	if s.OwnPostgres {
 		err = errors.Join(err, StopPostgres(ctx, s.Root, s.Home))
 	}
+	err = errors.Join(err, s.downHosts(ctx)) // multihost
 	if err != nil {
 		return err
 	}

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"drover.dev/lib/testenv"
 )
@@ -66,4 +68,47 @@ func TestHostNetworkConnectsHosts(t *testing.T) {
 	}
 	_, err = n.Host(CellHostName(2)).DialContext(t.Context(), "tcp", router.IP+":8000")
 	require.Error(t, err, "a removed host cannot dial")
+}
+
+// TestInNetnsReturnsThreads runs functions in a test host's namespace and in a removed
+// host's (a new empty one): each runs there, and afterwards every thread of the process
+// is back in the root namespace (threads are reused, not discarded: a discarded thread
+// would SIGKILL the attached services it started, through their parent-death signal).
+func TestInNetnsReturnsThreads(t *testing.T) {
+	testenv.RequireRoot(t, "entering network namespaces needs root")
+	id, err := NewHostID()
+	require.NoError(t, err)
+	n, err := CreateHostNetwork(t.Context(), id, 1)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, n.Remove(context.Background())) })
+	root, err := os.Readlink("/proc/thread-self/ns/net")
+	require.NoError(t, err)
+	client := n.Host(HostClient)
+	want, err := os.Readlink(client.NetnsPath())
+	if err != nil { // /run/netns files are bind mounts, not links: compare inodes instead
+		var st unix.Stat_t
+		require.NoError(t, unix.Stat(client.NetnsPath(), &st))
+		want = "net:[" + strconv.FormatUint(st.Ino, 10) + "]"
+	}
+	for range 50 {
+		var inHost, inGone string
+		require.NoError(t, inNetns(client.Netns, func() (err error) {
+			inHost, err = os.Readlink("/proc/thread-self/ns/net")
+			return err
+		}))
+		require.Equal(t, want, inHost)
+		require.NoError(t, inNetns("drover-gone-host", func() (err error) {
+			inGone, err = os.Readlink("/proc/thread-self/ns/net")
+			return err
+		}))
+		require.NotEqual(t, root, inGone, "a removed host's work runs outside the root namespace")
+		require.NotEqual(t, want, inGone)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	for _, task := range tasks {
+		ns, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net")
+		require.NoError(t, err)
+		require.Equal(t, root, ns, "thread %s is back in the root namespace", task.Name())
+	}
 }

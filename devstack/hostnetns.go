@@ -22,35 +22,51 @@ const nsenterPath = "nsenter"
 // inNetns runs fn on an OS thread inside the network namespace netns: "" runs it where
 // the caller is (the root namespace), the name of a namespace that no longer exists runs
 // it in a new, empty namespace, so that nothing of the root namespace is touched by
-// clean-up meant for a removed host. The thread is discarded afterwards. fn must do its
-// network work on the calling goroutine (netlink sockets, iptables child processes).
+// clean-up meant for a removed host. The thread then returns to its namespace and to
+// the Go scheduler; only if that fails is it discarded (which would SIGKILL the children
+// it forked with a parent-death signal, so it is the exception). fn must do its network
+// work on the calling goroutine (netlink sockets, iptables child processes).
 func inNetns(netns string, fn func() error) error {
 	if netns == "" {
 		return fn()
 	}
 	errc := make(chan error, 1)
 	go func() {
-		// Never unlocked: the goroutine's end takes the thread, with its namespace, away.
 		runtime.LockOSThread()
-		errc <- func() error {
-			f, err := os.Open(NetnsPath(netns))
-			switch {
-			case err == nil:
-				defer f.Close()
-				if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-					return fmt.Errorf("enter netns %s: %w", netns, err)
-				}
-			case os.IsNotExist(err):
-				if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-					return fmt.Errorf("empty netns for removed %s: %w", netns, err)
-				}
-			default:
-				return err
-			}
-			return fn()
-		}()
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("netns of this thread: %w", err)
+			return
+		}
+		defer home.Close()
+		err = enterNetns(netns, fn)
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else: still locked, the thread ends with this goroutine
+		errc <- err
 	}()
 	return <-errc
+}
+
+// enterNetns switches the calling (locked) thread into netns, or into a new empty
+// namespace when netns no longer exists, and runs fn.
+func enterNetns(netns string, fn func() error) error {
+	f, err := os.Open(NetnsPath(netns))
+	switch {
+	case err == nil:
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("enter netns %s: %w", netns, err)
+		}
+	case os.IsNotExist(err):
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("empty netns for removed %s: %w", netns, err)
+		}
+	default:
+		return err
+	}
+	return fn()
 }
 
 // DialContext opens a TCP connection from inside the host's network namespace (the

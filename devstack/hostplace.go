@@ -14,10 +14,6 @@ import (
 	"strings"
 )
 
-// loopback is the address a single-host stack's processes use, which a multi-host stack
-// must not contain anywhere.
-const loopback = "127.0.0.1"
-
 // command is the program and arguments that start the service: the binary itself, or,
 // for a service placed on a test host (Netns), nsenter into the host's namespace first.
 func (s *Service) command(args []string) (string, []string) {

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -66,11 +67,15 @@ func CellHostName(i int) string { return "cell-" + strconv.Itoa(i) }
 // cells cell hosts on the first 10.213.N.0/24 that overlaps none of used (the machine's
 // addresses and routes).
 func PlanHostNetwork(id string, cells int, used []netip.Prefix) (HostNetwork, error) {
+	var errs []error
 	if err := validHostID(id); err != nil {
-		return HostNetwork{}, err
+		errs = append(errs, err)
 	}
 	if cells < 1 || cells > MaxHosts {
-		return HostNetwork{}, fmt.Errorf("hosts: the number of cell hosts must be between 1 and %d, got %d", MaxHosts, cells)
+		errs = append(errs, fmt.Errorf("hosts: the number of cell hosts must be between 1 and %d, got %d", MaxHosts, cells))
+	}
+	if len(errs) > 0 {
+		return HostNetwork{}, errors.Join(errs...)
 	}
 	subnet, err := freeHostSubnet(used)
 	if err != nil {

@@ -69,6 +69,9 @@ func TestPlanHostNetworkRefusesBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "between 1 and 200, got 0")
 	_, err = PlanHostNetwork("abcdef", MaxHosts+1, nil)
 	require.ErrorContains(t, err, "got 201")
+	_, err = PlanHostNetwork("x", -1, nil)
+	require.ErrorContains(t, err, `id "x" must be`, "every bad input is named")
+	require.ErrorContains(t, err, "got -1", "every bad input is named")
 	_, err = PlanHostNetwork("abcdef", 1, prefixes(t, "10.213.0.0/16"))
 	require.ErrorContains(t, err, "every 10.213.N.0/24 is in use")
 }
@@ -112,4 +115,15 @@ func TestHostNATSPermissionsMatchNatstest(t *testing.T) {
 		require.NoError(t, err, u)
 		require.Equal(t, want.Response.Expires, expires, u)
 	}
+}
+
+func TestValidateHostsOptionsNamesEveryBadOption(t *testing.T) {
+	require.NoError(t, validateHostsOptions(Options{Hosts: 3, Replicas: 1, Cells: 1}, 0), "cells not given")
+	require.NoError(t, validateHostsOptions(Options{Hosts: 3, Replicas: 1}, 3))
+	err := validateHostsOptions(Options{Hosts: 5, Replicas: 2, DatabaseURL: "postgres://x"}, 2)
+	require.Error(t, err)
+	for _, want := range []string{"at most 4 cell hosts", "got 5", "cells: ", "got 2", "database-url: ", "replicas: "} {
+		require.ErrorContains(t, err, want)
+	}
+	require.ErrorContains(t, validateHostsOptions(Options{Hosts: 2, Replicas: 1}, -1), "cells: ", "-cells 0 is refused too")
 }

@@ -199,6 +199,9 @@ func (s *Stack) Services() []*Service {
 			out = append(out, &r.Service)
 		}
 	}
+	if s.Stager != nil {
+		out = append(out, &s.Stager.Service)
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"drover.dev/executor"
 	"drover.dev/executor/network"
 	"drover.dev/lib/dockerref"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -41,6 +42,13 @@ type Config struct {
 	// DefaultEgressRules open every container's network (default deny) to these
 	// destinations, e.g. DNS; a container's own rules take precedence over them.
 	DefaultEgressRules []*modelsv1.EgressRule
+	// UserNamespace, when set, runs every unprivileged container in a user namespace
+	// mapping its ids 0..size-1 onto this host range (userns.go); nil runs them with the
+	// host's ids, as privileged ones always are.
+	UserNamespace *executor.UserNamespace
+	// ObserveFirewallSetup, when set, is told how long each new container's egress rules
+	// took to apply (the rep exports it as drover_rep_egress_rule_setup_seconds).
+	ObserveFirewallSetup func(time.Duration)
 }
 
 // RegistryConfig is how the runtime reaches image registries.
@@ -130,6 +138,11 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("disk_poll_interval: must not be negative"))
 	}
 	errs = append(errs, c.Registry.validate()...)
+	if c.UserNamespace != nil {
+		if err := c.UserNamespace.Validate("user_namespace"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"drover.dev/executor"
+	"drover.dev/executor/network"
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/errdefs"
@@ -62,12 +63,30 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 		return executor.NetInfo{}, fmt.Errorf("write container state: %w", err)
 	}
 
+	// An unprivileged container of a cell with user namespaces gets them from a holder
+	// (userns.go), which goes once the container's init holds them.
+	var userNS *idMap
+	var holder *nsHolder
+	if !spec.Privileged && r.cfg.UserNamespace != nil {
+		m := newIDMap(*r.cfg.UserNamespace)
+		userNS = &m
+		if holder, err = startNSHolder(m); err != nil {
+			return executor.NetInfo{}, err
+		}
+		defer holder.Stop()
+	}
+
 	undo = append(undo, func(c context.Context) {
 		if err := r.net.Teardown(c, spec.Guid); err != nil {
 			r.logger.Error("create-undo-network-failed", "guid", spec.Guid, "error", err)
 		}
 	})
-	att, err := r.net.Setup(ctx, spec.Guid, spec.Ports)
+	var att network.Attachment
+	if holder != nil {
+		att, err = r.net.SetupPinned(ctx, spec.Guid, spec.Ports, holder.pinNetns)
+	} else {
+		att, err = r.net.Setup(ctx, spec.Guid, spec.Ports)
+	}
 	if err != nil {
 		return executor.NetInfo{}, fmt.Errorf("network setup: %w", err)
 	}
@@ -77,24 +96,34 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 			r.logger.Error("create-undo-firewall-failed", "guid", spec.Guid, "error", err)
 		}
 	})
-	if err := r.fw.Apply(spec.Guid, att.InternalIP, spec.EgressRules); err != nil {
+	if err := r.applyFirewall(spec.Guid, att.InternalIP, spec.EgressRules); err != nil {
 		return executor.NetInfo{}, fmt.Errorf("egress firewall: %w", err)
 	}
 	if err := r.writeNetworkFiles(spec.Guid, att.InternalIP); err != nil {
 		return executor.NetInfo{}, err
 	}
 
-	opts := containerSpecOpts(specInputs{
+	in := specInputs{
 		Spec:          spec,
 		NetnsPath:     att.NetnsPath,
 		HostsPath:     r.state.hosts(spec.Guid),
 		ResolvPath:    r.state.resolvConf(spec.Guid),
 		BusyboxPath:   r.cfg.BusyboxPath,
 		SwapSupported: r.swapSupported,
-	})
+	}
+	snapshot := containerd.WithNewSnapshot(spec.Guid, img)
+	if userNS != nil {
+		in.UserNS, in.UserNSPath = userNS, holder.userNSPath()
+		parent, err := r.remappedSnapshot(ctx, img, *userNS)
+		if err != nil {
+			return executor.NetInfo{}, err
+		}
+		snapshot = withSnapshotOn(spec.Guid, parent)
+	}
+	opts := containerSpecOpts(in)
 	ctr, err := r.client.NewContainer(ctx, spec.Guid,
 		containerd.WithSnapshotter(r.cfg.Snapshotter),
-		containerd.WithNewSnapshot(spec.Guid, img),
+		snapshot,
 		containerd.WithImage(img),
 		containerd.WithNewSpec(append([]oci.SpecOpts{withImageEnv(imgMeta.Env)}, opts...)...),
 		containerd.WithContainerLabels(containerLabels(r.cfg.Namespace, spec.Tags)),
@@ -127,6 +156,9 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 			r.logger.Error("create-undo-task-failed", "guid", spec.Guid, "error", err)
 		}
 	})
+	if holder != nil {
+		holder.Stop() // the init holds the namespaces now
+	}
 	if err := task.Start(ctx); err != nil {
 		return executor.NetInfo{}, fmt.Errorf("start init: %w", err)
 	}
@@ -139,6 +171,7 @@ func (r *Runtime) Create(ctx context.Context, spec executor.ContainerSpec) (_ ex
 		UpperDir:  upper,
 		DiskQuota: diskQuota,
 		Image:     imgMeta,
+		UserNS:    userNS,
 	}
 	if err := writeJSON(r.state.containerMeta(spec.Guid), meta); err != nil {
 		return executor.NetInfo{}, fmt.Errorf("write container meta: %w", err)

@@ -85,6 +85,12 @@ func freeSubnet(t *testing.T) string {
 	return ""
 }
 
+// The host range of the tests' user namespaces.
+const (
+	testHostUID = 1_000_000
+	testHostGID = 1_100_000
+)
+
 // testConfig is a config of a cell of its own: namespace, state dir, bridge, subnet,
 // ports and the busybox image. Cleanups remove everything in the namespace (then the
 // namespace) and the cell's network when the test ends.
@@ -112,6 +118,8 @@ func testConfig(t *testing.T) Config {
 		},
 		GracePeriod:      2 * time.Second,
 		DiskPollInterval: 200 * time.Millisecond,
+		// The whole package runs unprivileged containers in user namespaces.
+		UserNamespace: &executor.UserNamespace{HostUID: testHostUID, HostGID: testHostGID, Size: 65536},
 	}
 	// Registered after t.TempDir's cleanups, so they run before the state dir goes: the
 	// containers first, then the cell's network.

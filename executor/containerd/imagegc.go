@@ -6,12 +6,13 @@ import (
 
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
+	"github.com/opencontainers/image-spec/identity"
 )
 
 // Image garbage collection: an image pulled from a registry is removed once no
 // container uses it (and no create is about to) for the configured grace; containerd's
-// own GC then drops the layers and snapshots nothing else references. Preloaded images
-// are never removed.
+// own GC then drops the layers and snapshots nothing else references. The image's
+// remapped rootfses (remap.go) are removed with it. Preloaded images are never removed.
 
 // imageGC is the bookkeeping of the image GC, guarded by Runtime.gcMu.
 type imageGC struct {
@@ -121,11 +122,32 @@ func (r *Runtime) removeUnusedImage(name string) error {
 	if len(ctrs) > 0 {
 		return nil
 	}
+	chainID := r.imageChainID(name)
 	if err := r.client.ImageService().Delete(ctx, name, images.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete image: %w", err)
 	}
 	r.logger.Info("image-collected", "image", name, "pulled-as", img.Labels[pulledAsLabel])
+	if chainID != "" {
+		// Its remapped rootfses (remap.go) hold its layers: they go too.
+		if err := r.removeRemappedSnapshots(ctx, chainID); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// imageChainID is the chain id of the image name's layers ("" when unknown).
+func (r *Runtime) imageChainID(name string) string {
+	img, err := r.client.GetImage(r.ctx, name)
+	if err != nil {
+		return ""
+	}
+	diffIDs, err := img.RootFS(r.ctx)
+	if err != nil {
+		r.logger.Warn("image-gc-layers-unknown", "image", name, "error", err)
+		return ""
+	}
+	return identity.ChainID(diffIDs).String()
 }
 
 // scheduleUnusedImages schedules a collection of every pulled image (at start: those

@@ -207,6 +207,9 @@ func TestConfigValidate(t *testing.T) {
 		{"preloaded name", func(c *Config) { c.PreloadedRootFSes = map[string]string{"a:b": "/x"} }, "invalid name"},
 		{"preloaded path", func(c *Config) { c.PreloadedRootFSes = map[string]string{"a": "x.tar"} }, "must be absolute"},
 		{"scheme", func(c *Config) { c.ArbitrarySchemes = []string{"oci"} }, "unsupported scheme"},
+		{"user namespace", func(c *Config) {
+			c.UserNamespace = &executor.UserNamespace{HostUID: 0, HostGID: 100000, Size: 65536}
+		}, "user_namespace.host_uid: must be greater than 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -39,10 +40,16 @@ func PurgeNamespace(ctx context.Context, socket, namespace string) error {
 		removeContainers(ctx, client),
 		removeImages(ctx, client),
 		removeLeases(ctx, client),
-		removeSnapshots(ctx, client.SnapshotService(DefaultSnapshotter)),
-		removeContent(ctx, client.ContentStore()),
 	}
-	if err := client.NamespaceService().Delete(ctx, namespace); err != nil && !errdefs.IsNotFound(err) {
+	leftover, err := removeSnapshots(ctx, client.SnapshotService(DefaultSnapshotter))
+	errs = append(errs, err, removeContent(ctx, client.ContentStore()))
+	err = client.NamespaceService().Delete(ctx, namespace)
+	switch {
+	case err == nil, errdefs.IsNotFound(err):
+	case leftover && errdefs.IsFailedPrecondition(err):
+		// Not empty: the snapshots containerd would not remove (logged above).
+		slog.Default().Warn("purge-kept-namespace", "namespace", namespace, "error", err.Error())
+	default:
 		errs = append(errs, fmt.Errorf("delete namespace: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -106,8 +113,12 @@ func removeLeases(ctx context.Context, client *containerd.Client) error {
 }
 
 // removeSnapshots removes every snapshot, again while that makes progress (a parent goes
-// only after its children).
-func removeSnapshots(ctx context.Context, sn snapshots.Snapshotter) error {
+// only after its children). containerd sometimes refuses to remove a snapshot "with
+// child" for a moment after its children went (remapped rootfses, remap.go, showed it):
+// those are tried a few more rounds, and a snapshot still refused for that reason is
+// logged and left (leftover is true), not an error.
+func removeSnapshots(ctx context.Context, sn snapshots.Snapshotter) (leftover bool, _ error) {
+	stuckRounds := 0
 	for {
 		var keys []string
 		err := sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
@@ -115,22 +126,47 @@ func removeSnapshots(ctx context.Context, sn snapshots.Snapshotter) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("list snapshots: %w", err)
+			return false, fmt.Errorf("list snapshots: %w", err)
 		}
 		if len(keys) == 0 {
-			return nil
+			return false, nil
 		}
 		var errs []error
+		refused := 0
 		for _, k := range keys {
-			if err := sn.Remove(ctx, k); err != nil && !errdefs.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove snapshot %s: %w", k, err))
+			err := sn.Remove(ctx, k)
+			if err == nil || errdefs.IsNotFound(err) {
+				continue
 			}
+			if errdefs.IsFailedPrecondition(err) {
+				refused++
+			}
+			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", k, err))
 		}
-		if len(errs) == len(keys) {
-			return errors.Join(errs...)
+		if len(errs) < len(keys) {
+			stuckRounds = 0
+			continue
+		}
+		if refused < len(errs) {
+			return false, errors.Join(errs...)
+		}
+		if stuckRounds++; stuckRounds > purgeSnapshotRetries {
+			slog.Default().Warn("purge-left-snapshots", "count", len(keys), "error", errors.Join(errs...).Error())
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(purgeSnapshotRetryWait):
 		}
 	}
 }
+
+// How often and how long apart removeSnapshots tries again snapshots refused "with child".
+const (
+	purgeSnapshotRetries   = 5
+	purgeSnapshotRetryWait = 200 * time.Millisecond
+)
 
 func removeContent(ctx context.Context, store content.Store) error {
 	var errs []error

@@ -44,7 +44,9 @@ type Runtime struct {
 	// imageMu serialises imports of preloaded images.
 	imageMu sync.Mutex
 	// pulls coalesces resolves and pulls of one image.
-	pulls    singleflight.Group
+	pulls singleflight.Group
+	// remaps coalesces makings of one remapped snapshot (remap.go).
+	remaps   singleflight.Group
 	registry *registryClient
 	gcMu     sync.Mutex
 	gc       imageGC

@@ -33,6 +33,10 @@ type specInputs struct {
 	ResolvPath    string
 	BusyboxPath   string
 	SwapSupported bool
+	// UserNS, when set, is the container's mapping, and UserNSPath the user namespace
+	// (holding it) the container joins.
+	UserNS     *idMap
+	UserNSPath string
 }
 
 // containerSpecOpts builds the OCI spec options of a container: init process, env,
@@ -55,6 +59,9 @@ func containerSpecOpts(in specInputs) []oci.SpecOpts {
 		oci.WithHostname(hostname(s.Guid)),
 		oci.WithMounts(mounts),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: in.NetnsPath}),
+	}
+	if in.UserNS != nil {
+		opts = append(opts, withUserNamespace(*in.UserNS, in.UserNSPath))
 	}
 	opts = append(opts, limitOpts(s, in.SwapSupported)...)
 	if s.Privileged {

@@ -25,6 +25,9 @@ type containerMeta struct {
 	DiskQuota bool `json:"disk_quota,omitempty"`
 	// Image is what processes take from the image's config.
 	Image imageMeta `json:"image"`
+	// UserNS is the container's id mapping when it runs in a user namespace (kept
+	// with the container: a change of the cell's setting does not change it).
+	UserNS *idMap `json:"user_ns,omitempty"`
 }
 
 // processMeta is what the runtime keeps about one exec'd process.

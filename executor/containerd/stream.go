@@ -42,7 +42,20 @@ func (r *Runtime) StreamIn(ctx context.Context, guid, dir, user string, tarStrea
 	if err != nil {
 		return err
 	}
-	return extractTar(cfs, dir, int(u.UID), int(u.GID), tarStream)
+	ids, err := r.idMapOf(guid)
+	if err != nil {
+		return err
+	}
+	return extractTar(cfs, dir, int(ids.hostUID(u.UID)), int(ids.hostGID(u.GID)), tarStream)
+}
+
+// idMapOf is the id mapping of guid's container (nil: host ids).
+func (r *Runtime) idMapOf(guid string) (*idMap, error) {
+	meta, _, err := r.state.readContainerMeta(guid)
+	if err != nil {
+		return nil, fmt.Errorf("container meta of %s: %w", guid, err)
+	}
+	return meta.UserNS, nil
 }
 
 // extractTar extracts the entries of stream under dir (a container path).
@@ -218,6 +231,10 @@ func removeIfNotDir(dir *os.File, name string) {
 // or the directory's tree under its base name. The path is resolved in the container's
 // root; the tree is walked through handles and its symlinks are archived, not followed.
 func (r *Runtime) StreamOut(ctx context.Context, guid, p string) (io.ReadCloser, error) {
+	ids, err := r.idMapOf(guid)
+	if err != nil {
+		return nil, err
+	}
 	cfs, err := r.openFS(ctx, guid)
 	if err != nil {
 		return nil, err
@@ -243,7 +260,7 @@ func (r *Runtime) StreamOut(ctx context.Context, guid, p string) (io.ReadCloser,
 		defer cfs.Close()
 		defer h.Close()
 		tw := tar.NewWriter(pw)
-		err := writeTree(tw, h, info, src, name, 0)
+		err := writeTree(tw, ids, h, info, src, name, 0)
 		if err == nil {
 			err = tw.Close()
 		}
@@ -253,9 +270,9 @@ func (r *Runtime) StreamOut(ctx context.Context, guid, p string) (io.ReadCloser,
 }
 
 // writeTree writes the entry of handle h (an O_PATH handle, at container path p) as
-// name and, for a directory, its tree.
-func writeTree(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string, depth int) error {
-	if err := writeEntry(tw, h, info, p, name); err != nil {
+// name and, for a directory, its tree, with owners translated by ids.
+func writeTree(tw *tar.Writer, ids *idMap, h *os.File, info fs.FileInfo, p, name string, depth int) error {
+	if err := writeEntry(tw, ids, h, info, p, name); err != nil {
 		return err
 	}
 	if !info.IsDir() {
@@ -279,7 +296,7 @@ func writeTree(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string, dep
 		}
 		childInfo, err := ch.Stat()
 		if err == nil {
-			err = writeTree(tw, ch, childInfo, childPath, path.Join(name, child), depth+1)
+			err = writeTree(tw, ids, ch, childInfo, childPath, path.Join(name, child), depth+1)
 		} else {
 			err = pathErr("stat", childPath, err)
 		}
@@ -308,7 +325,7 @@ func readDirNames(h *os.File) ([]string, error) {
 
 // writeEntry writes the header of h and, for a regular file, its content (as many
 // bytes as its size said, however it changes meanwhile).
-func writeEntry(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string) error {
+func writeEntry(tw *tar.Writer, ids *idMap, h *os.File, info fs.FileInfo, p, name string) error {
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		var err error
@@ -321,6 +338,11 @@ func writeEntry(tw *tar.Writer, h *os.File, info fs.FileInfo, p, name string) er
 		return nil // sockets and the like are skipped
 	}
 	hdr.Name = name
+	if ids != nil {
+		// Owners as the container sees them (its ids; the host's names do not apply).
+		hdr.Uid, hdr.Gid = int(ids.containerUID(uint32(hdr.Uid))), int(ids.containerGID(uint32(hdr.Gid)))
+		hdr.Uname, hdr.Gname = "", ""
+	}
 	if info.IsDir() {
 		hdr.Name += "/"
 	}

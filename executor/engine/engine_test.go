@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"syscall"
@@ -541,4 +542,32 @@ func TestAppendCellLog(t *testing.T) {
 	require.NoError(t, e.AppendCellLog(context.Background(), "g", "Cell cell-1 requesting replacement for instance g"))
 	assertLogContains(t, e, "g", "Cell cell-1 requesting replacement for instance g")
 	assert.ErrorIs(t, e.AppendCellLog(context.Background(), "nope", "x"), executor.ErrContainerNotFound)
+}
+
+// TestAContainerCreatedDuringTheReapersListIsNotMissing: a container whose creation ends
+// while the reaper's (slow) list is in flight is absent from that list; the reaper must
+// not take it for a vanished container and crash it "missing container".
+func TestAContainerCreatedDuringTheReapersListIsNotMissing(t *testing.T) {
+	rt := sim.New(sim.Config{PreloadedRootFSes: []string{"busybox"}, ExternalIP: "10.0.0.1", ListLatency: 300 * time.Millisecond})
+	cfg := fastConfig()
+	cfg.ReapInterval = 10 * time.Millisecond
+	e := startClean(t, cfg, rt)
+	for i := range capacity.Containers {
+		guid := fmt.Sprintf("g%d", i)
+		// Create it while a list is in flight: right after the next one has read.
+		n := rt.Lists()
+		require.Eventually(t, func() bool { return rt.Lists() > n }, 5*time.Second, time.Millisecond)
+		startContainer(t, e, guid, runInfo(run("sleep")))
+		waitState(t, e, guid, executor.StateRunning)
+	}
+	// Several reap passes, each listing for 300 ms, have seen every container by now.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		cs, err := e.List(context.Background())
+		require.NoError(t, err)
+		for _, c := range cs {
+			require.NotEqual(t, executor.StateCompleted, c.State, "%s completed: %s", c.Guid, c.RunResult.FailureReason)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

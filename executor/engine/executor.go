@@ -44,8 +44,10 @@ type Executor struct {
 type node struct {
 	c    executor.Container
 	logs *logbuf.Buffer
-	// created is set once the runtime container exists.
-	created bool
+	// created is set once the runtime container exists, at createdAt (zero for a
+	// container adopted at start).
+	created   bool
+	createdAt time.Time
 	// cancel stops the run goroutine; nil before Run.
 	cancel context.CancelFunc
 	// done is closed when the run goroutine ends; nil before Run.

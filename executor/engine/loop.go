@@ -160,6 +160,7 @@ func (e *Executor) pruneReservations(now time.Time) {
 // reap destroys runtime containers the store does not know and completes store
 // entries whose runtime container is gone.
 func (e *Executor) reap(ctx context.Context) {
+	listed := time.Now()
 	list, err := e.rt.List(ctx)
 	if err != nil {
 		e.logger.Error("reap-list-failed", "error", err)
@@ -180,7 +181,9 @@ func (e *Executor) reap(ctx context.Context) {
 		}
 	}
 	for guid, n := range e.nodes {
-		if n.created && n.c.State != executor.StateCompleted && !alive[guid] {
+		// A container whose creation finished after the list was started may be missing
+		// from it: the next pass judges it.
+		if n.created && n.createdAt.Before(listed) && n.c.State != executor.StateCompleted && !alive[guid] {
 			e.logger.Info("container-missing", "guid", guid)
 			e.stopLocked(n, executor.RunResult{Failed: true, FailureReason: ReasonMissing})
 		}

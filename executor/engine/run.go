@@ -101,7 +101,7 @@ func (e *Executor) create(ctx context.Context, n *node) {
 		return
 	}
 	e.mu.Lock()
-	n.created = true
+	n.created, n.createdAt = true, time.Now()
 	e.mu.Unlock()
 	e.logger.Info("container-created", "guid", guid, "duration", time.Since(started))
 	n.cellLog("Cell %s successfully created container for instance %s", e.cfg.CellID, guid)

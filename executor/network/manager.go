@@ -124,9 +124,20 @@ func validateGuid(guid string) error {
 	return nil
 }
 
+// PinNetns creates a network namespace and pins it at path, a new file (e.g. by
+// bind-mounting a /proc/PID/ns/net onto it); on error it leaves nothing at path.
+// Teardown unmounts and removes the file.
+type PinNetns func(path string) error
+
 // Setup gives the container guid a network namespace on the cell's bridge with each of
 // containerPorts (de-duplicated) mapped to its own host port. On error nothing is left.
 func (m *Manager) Setup(ctx context.Context, guid string, containerPorts []uint32) (Attachment, error) {
+	return m.SetupPinned(ctx, guid, containerPorts, createNetns)
+}
+
+// SetupPinned is Setup on a network namespace made by pin (e.g. one owned by the
+// container's user namespace) instead of a new one of the host's user namespace.
+func (m *Manager) SetupPinned(ctx context.Context, guid string, containerPorts []uint32, pin PinNetns) (Attachment, error) {
 	if err := validateGuid(guid); err != nil {
 		return Attachment{}, err
 	}
@@ -140,7 +151,7 @@ func (m *Manager) Setup(ctx context.Context, guid string, containerPorts []uint3
 	if err != nil {
 		return Attachment{}, err
 	}
-	rec, err = m.attach(ctx, rec)
+	rec, err = m.attach(ctx, rec, pin)
 	if err != nil {
 		cleanupErr := m.detach(context.WithoutCancel(ctx), rec)
 		if cleanupErr != nil {
@@ -182,8 +193,8 @@ func (m *Manager) reserve(guid string, containerPorts []uint32) (record, error) 
 }
 
 // attach creates the namespace and runs CNI ADD, and records the result.
-func (m *Manager) attach(ctx context.Context, rec record) (record, error) {
-	if err := createNetns(rec.NetnsPath); err != nil {
+func (m *Manager) attach(ctx context.Context, rec record, pin PinNetns) (record, error) {
+	if err := pin(rec.NetnsPath); err != nil {
 		return rec, err
 	}
 	if err := loopbackUp(rec.NetnsPath); err != nil {

@@ -11,6 +11,7 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"drover.dev/executor"
@@ -32,6 +33,9 @@ type Config struct {
 	ArbitrarySchemes []string
 	// ExternalIP is the cell address put into NetInfo (127.0.0.1 if empty).
 	ExternalIP string
+	// ListLatency is how long List takes after it read the containers (a slow list
+	// of a busy containerd: containers created meanwhile are not in it).
+	ListLatency time.Duration
 }
 
 // FirstHostPort is the first host port handed out.
@@ -48,6 +52,8 @@ const (
 // Runtime is the simulated runtime. It is safe for concurrent use.
 type Runtime struct {
 	cfg Config
+	// lists counts List calls (Lists).
+	lists atomic.Int64
 
 	mu         sync.Mutex
 	rng        *rand.Rand
@@ -198,6 +204,23 @@ func (c *container) killAll() {
 
 // List returns every container.
 func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error) {
+	out := r.list()
+	r.lists.Add(1)
+	if r.cfg.ListLatency > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(r.cfg.ListLatency):
+		}
+	}
+	return out, nil
+}
+
+// Lists is how many List calls have read the containers so far.
+func (r *Runtime) Lists() int64 { return r.lists.Load() }
+
+// list is the containers now.
+func (r *Runtime) list() []executor.RuntimeContainer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]executor.RuntimeContainer, 0, len(r.containers))
@@ -207,7 +230,7 @@ func (r *Runtime) List(ctx context.Context) ([]executor.RuntimeContainer, error)
 			Alive: true, CreatedAt: c.createdAt, OOMKills: c.oomKills,
 		})
 	}
-	return out, nil
+	return out
 }
 
 // Check passes unless FailChecks marked the guid.

@@ -103,6 +103,12 @@ func remove(ctx context.Context, b *testing.B, bbs *client.Client, guid string) 
 	if _, err := bbs.RemoveDesiredLRP(ctx, &bbsv1.RemoveDesiredLRPRequest{ProcessGuid: guid}); err != nil {
 		b.Fatalf("remove %s: %v", guid, err)
 	}
+	waitGone(ctx, b, bbs, guid)
+}
+
+// waitGone waits until guid has no actual LRP left.
+func waitGone(ctx context.Context, b *testing.B, bbs *client.Client, guid string) {
+	b.Helper()
 	deadline := time.Now().Add(cellBenchTimeout)
 	for time.Now().Before(deadline) {
 		stream, err := bbs.ListActualLRPs(ctx, &bbsv1.ListActualLRPsRequest{ProcessGuid: guid})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"drover.dev/executor"
 	"drover.dev/executor/firewall"
 	"drover.dev/lib/authz"
 	libconfig "drover.dev/lib/config"
@@ -151,6 +152,11 @@ type ExecutorConfig struct {
 	// containerd backend, e.g. to DNS: the LRP API's egress rule JSON, validated by its
 	// rules; a container's own rules take precedence over them.
 	DefaultEgressRules []*modelsv1.EgressRule `json:"default_egress_rules,omitempty"`
+	// UserNamespace, when set, runs every unprivileged container of the containerd
+	// backend in a user namespace: container uids/gids 0..size-1 are host ids
+	// host_uid/host_gid..+size-1, so root inside is an unprivileged host user.
+	// Absent or null keeps the host's ids (privileged containers always keep them).
+	UserNamespace *executor.UserNamespace `json:"user_namespace,omitempty"`
 	// Sim configures the simulated backend.
 	SimStartLatency libconfig.Duration `json:"sim_start_latency,omitempty"`
 	SimFailureRate  float64            `json:"sim_failure_rate,omitempty"`
@@ -308,6 +314,7 @@ func (e *ExecutorConfig) validate() error {
 	}
 	errs = append(errs, e.validateRegistry()...)
 	errs = append(errs, validateEgressRules(e.DefaultEgressRules)...)
+	errs = append(errs, validateUserNamespace(e.UserNamespace)...)
 	if e.MaxCacheBytes <= 0 {
 		errs = append(errs, libconfig.Invalid("executor.max_cache_bytes", "must be positive, got %d", e.MaxCacheBytes))
 	}
@@ -352,10 +359,17 @@ func registryHost(s string) bool {
 	return err == nil && ref.Registry == s
 }
 
-// validateEgressRules checks the cell's default egress rules by the LRP API's rules (as
-// the firewall parses them), one error per bad field: executor.default_egress_rules[i].field.
-func validateEgressRules(rules []*modelsv1.EgressRule) []error {
-	_, err := firewall.Parse("executor.default_egress_rules", rules)
+// validateUserNamespace checks the cell's user namespace range, one error per bad
+// field: executor.user_namespace.field.
+func validateUserNamespace(u *executor.UserNamespace) []error {
+	if u == nil {
+		return nil
+	}
+	return fieldErrors(u.Validate("executor.user_namespace"))
+}
+
+// fieldErrors turns "field: reason" errors (joined or not) into field errors.
+func fieldErrors(err error) []error {
 	if err == nil {
 		return nil
 	}
@@ -369,4 +383,11 @@ func validateEgressRules(rules []*modelsv1.EgressRule) []error {
 		out = append(out, libconfig.Invalid(field, "%s", reason))
 	}
 	return out
+}
+
+// validateEgressRules checks the cell's default egress rules by the LRP API's rules (as
+// the firewall parses them), one error per bad field: executor.default_egress_rules[i].field.
+func validateEgressRules(rules []*modelsv1.EgressRule) []error {
+	_, err := firewall.Parse("executor.default_egress_rules", rules)
+	return fieldErrors(err)
 }

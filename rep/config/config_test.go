@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/executor"
 	libconfig "drover.dev/lib/config"
 	"drover.dev/lib/tlsconfig"
 	modelsv1 "drover.dev/proto/gen/drover/models/v1"
@@ -177,6 +178,45 @@ func TestLoadEvacuationSettings(t *testing.T) {
 	require.True(t, c.EvacuateOnSigterm)
 	require.Equal(t, 2*time.Minute, c.EvacuationTimeout.Duration())
 	require.Equal(t, time.Second, c.EvacuationPollingInterval.Duration())
+}
+
+func TestUserNamespaceIsOffUnlessSet(t *testing.T) {
+	require.Nil(t, Default().Executor.UserNamespace)
+	c := valid()
+	require.NoError(t, json.Unmarshal([]byte(`{"executor": {"user_namespace": null}}`), &c))
+	require.Nil(t, c.Executor.UserNamespace)
+	require.NoError(t, json.Unmarshal([]byte(`{"executor": {"user_namespace": {"host_uid": 100000, "host_gid": 200000, "size": 65536}}}`), &c))
+	require.NoError(t, c.Validate())
+	require.Equal(t, &executor.UserNamespace{HostUID: 100000, HostGID: 200000, Size: 65536}, c.Executor.UserNamespace)
+}
+
+func TestUserNamespaceValidationNamesEachField(t *testing.T) {
+	for _, tc := range []struct {
+		ns    executor.UserNamespace
+		field string
+	}{
+		{executor.UserNamespace{HostUID: 0, HostGID: 1, Size: 65536}, "executor.user_namespace.host_uid"},
+		{executor.UserNamespace{HostUID: 1, HostGID: -1, Size: 65536}, "executor.user_namespace.host_gid"},
+		{executor.UserNamespace{HostUID: 1, HostGID: 1, Size: 1000}, "executor.user_namespace.size"},
+		{executor.UserNamespace{HostUID: 4294967295 - 1000, HostGID: 1, Size: 65536}, "executor.user_namespace.host_uid"},
+		{executor.UserNamespace{HostUID: 1, HostGID: 4294967295 - 1000, Size: 65536}, "executor.user_namespace.host_gid"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			c := valid()
+			ns := tc.ns
+			c.Executor.UserNamespace = &ns
+			err := c.Validate()
+			var fe *libconfig.FieldError
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, tc.field, fe.Field)
+		})
+	}
+	c := valid()
+	c.Executor.UserNamespace = &executor.UserNamespace{}
+	err := c.Validate()
+	for _, f := range []string{"executor.user_namespace.host_uid", "executor.user_namespace.host_gid", "executor.user_namespace.size"} {
+		require.ErrorContains(t, err, f)
+	}
 }
 
 func TestDefaultEgressRulesDecodeInTheLRPAPIShape(t *testing.T) {

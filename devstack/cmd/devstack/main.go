@@ -1,7 +1,7 @@
 // Command devstack is the launcher behind `make up`, `make down` and `make status`: it
 // brings drover's dev stack up and down on this machine (package devstack):
 //
-//	devstack up [-cells N] [-replicas N] [-grpc-port P] [-http-port P] [-debug-port P]
+//	devstack up [-hosts N] [-cells N] [-replicas N] [-grpc-port P] [-http-port P] [-debug-port P]
 //	            [-rep-port P] [-auctioneer-port P] [-auctioneer-debug-port P] [-converger-debug-port P]
 //	            [-router-port P] [-router-admin-port P] [-route-emitter-port P]
 //	            [-route-emitter-debug-port P] [-fileserver-port P] [-fileserver-debug-port P]
@@ -85,6 +85,7 @@ func parseUp(args []string, onError flag.ErrorHandling) (devstack.Options, error
 	fs.IntVar(&opts.Ports.GRPC, "grpc-port", opts.Ports.GRPC, "gRPC port of the first BBS")
 	fs.IntVar(&opts.Ports.HTTP, "http-port", opts.Ports.HTTP, "HTTPS port of the first BBS")
 	fs.IntVar(&opts.Ports.Debug, "debug-port", opts.Ports.Debug, "debug port of the first BBS")
+	fs.IntVar(&opts.Hosts, "hosts", 0, fmt.Sprintf("run on a test network: this many cell hosts (at most %d) plus control, router and client hosts, each a network namespace of its own; 0: one host", devstack.MaxDevCells)) // multihost
 	fs.IntVar(&opts.Cells, "cells", 1, fmt.Sprintf("number of cells (reps), at most %d; 0 for none", devstack.MaxDevCells))
 	fs.IntVar(&opts.RepPort, "rep-port", devstack.DefaultRepPort, "gRPC port of cell-1's rep (cell i: +10*(i-1), debug +1)")
 	fs.IntVar(&opts.AuctioneerPorts.GRPC, "auctioneer-port", devstack.DefaultAuctioneerPorts.GRPC, "gRPC port of the auctioneer")

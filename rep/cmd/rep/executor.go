@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tedsuo/ifrit"
 
 	"drover.dev/executor"
@@ -27,7 +28,7 @@ const downloadTimeout = 10 * time.Minute
 // newExecutor builds the in-process executor on the configured backend: the client the
 // rep drives and the runner of its loops. It is the one place that knows the
 // executor's constructors.
-func newExecutor(cfg *config.Config, logger *slog.Logger) (executor.Client, ifrit.Runner, error) {
+func newExecutor(cfg *config.Config, reg prometheus.Registerer, logger *slog.Logger) (executor.Client, ifrit.Runner, error) {
 	ec := cfg.Executor
 	var runtime executor.Runtime
 	switch ec.Backend {
@@ -41,6 +42,10 @@ func newExecutor(cfg *config.Config, logger *slog.Logger) (executor.Client, ifri
 			ExternalIP:        ec.ExternalIP,
 		})
 	case "containerd":
+		observeFirewall, err := newEgressSetupMetric(reg)
+		if err != nil {
+			return nil, nil, err
+		}
 		rt, err := containerd.New(context.Background(), containerd.Config{
 			Socket:            ec.ContainerdSocket,
 			Namespace:         ec.ContainerdNamespace,
@@ -65,7 +70,9 @@ func newExecutor(cfg *config.Config, logger *slog.Logger) (executor.Client, ifri
 				GCGrace:     ec.ImageGCGrace.Duration(),
 				PullTimeout: ec.ImagePullTimeout.Duration(),
 			},
-			DefaultEgressRules: ec.DefaultEgressRules,
+			DefaultEgressRules:   ec.DefaultEgressRules,
+			UserNamespace:        ec.UserNamespace,
+			ObserveFirewallSetup: observeFirewall,
 		}, logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("containerd runtime: %w", err)

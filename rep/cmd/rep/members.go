@@ -77,7 +77,7 @@ func newRep(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*rep
 		return nil, err
 	}
 	r := &rep{cfg: cfg, logger: logger, level: level, registry: registry, metrics: metrics, serverTLS: serverTLS, guard: guard, bbs: bbs}
-	if r.exec, r.execRunner, err = newExecutor(cfg, logger); err != nil {
+	if r.exec, r.execRunner, err = newExecutor(cfg, registry, logger); err != nil {
 		bbs.Close()
 		return nil, fmt.Errorf("executor: %w", err)
 	}
