@@ -21,10 +21,10 @@ require (
 
 require (
 	cyphar.com/go-pathrs v0.2.1 // indirect
-	drover.dev/auctioneer v0.0.0 // indirect
+	drover.dev/auctioneer v0.0.0
 	drover.dev/executor v0.0.0 // indirect
-	drover.dev/fileserver v0.0.0 // indirect
-	drover.dev/stager v0.0.0 // indirect
+	drover.dev/fileserver v0.0.0
+	drover.dev/stager v0.0.0
 	github.com/AdaLogics/go-fuzz-headers v0.0.0-20230811130428-ced1acdcaa24 // indirect
 	github.com/AdamKorcz/go-118-fuzz-build v0.0.0-20230306123547-8075edf89bb0 // indirect
 	github.com/Microsoft/go-winio v0.6.3 // indirect

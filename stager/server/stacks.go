@@ -49,15 +49,6 @@ func servingCells(cells []*modelsv1.CellPresence, stack staging.Stack) []string 
 	return ids
 }
 
-// knownStack returns the configured stack called name, or InvalidArgument naming the
-// known ones.
-func (s *Server) knownStack(name string) (staging.Stack, error) {
-	if st, ok := s.cfg.Stack(name); ok {
-		return st, nil
-	}
-	return staging.Stack{}, status.Errorf(codes.InvalidArgument, "unknown stack %q; known: %s", name, strings.Join(s.cfg.StackNames(), ", "))
-}
-
 // ListStacks lists the configured stacks and the uncordoned cells serving each.
 func (s *Server) ListStacks(ctx context.Context, _ *stagerv1.ListStacksRequest) (*stagerv1.ListStacksResponse, error) {
 	cells, err := s.cells(ctx)
