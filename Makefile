@@ -118,7 +118,8 @@ bench-cells:
 	scripts/postgres.sh start >/dev/null
 	scripts/containerd.sh start >/dev/null
 	go test -run '^$$' -bench Place -benchtime 3x ./auctioneer/auction/
-	go test -run '^$$' -bench DesireToRunning -benchtime 1x -timeout 20m ./integration/bench/
+	go test -run '^$$' -bench 'DesireToRunning$$' -benchtime 1x -timeout 20m ./integration/bench/
+	go test -run '^$$' -bench DesireToRunningHardened -benchtime 1x -timeout 20m ./integration/bench/
 
 bench-converge:
 	scripts/postgres.sh start >/dev/null
