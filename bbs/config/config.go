@@ -5,7 +5,6 @@ package config
 import (
 	"errors"
 	"log/slog"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -242,7 +241,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("http_address", c.HTTPAddress),
 		slog.String("debug_address", c.DebugAddress),
 		slog.String("debug_admin_address", c.DebugAdminAddress),
-		slog.String("database_url", redactURL(c.DatabaseURL)),
+		slog.String("database_url", libconfig.RedactURL(c.DatabaseURL)),
 		slog.String("database_password_file", c.DatabasePasswordFile),
 		slog.Int("max_database_connections", c.MaxDatabaseConnections),
 		slog.String("tls_ca_file", c.TLS.CAFile),
@@ -260,22 +259,4 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("identity_common_names", c.IdentityCommonNames),
 		slog.String("log_level", c.LogLevel),
 	)
-}
-
-// redactURL hides the password of a URL-style connection string; keyword/value strings
-// (which may hold password=...) are hidden entirely.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		if raw == "" {
-			return ""
-		}
-		return "[redacted]"
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }

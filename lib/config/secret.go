@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 )
@@ -57,4 +58,23 @@ func Password(password, passwordFile string) (string, error) {
 		return password, nil
 	}
 	return ReadSecretFile(passwordFile)
+}
+
+// RedactURL hides the password of a URL-style connection string (in its user info or a
+// password= query parameter) for logs; keyword/value strings, which may hold
+// password=..., are hidden entirely.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if raw == "" {
+			return ""
+		}
+		return "[redacted]"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }

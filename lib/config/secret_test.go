@@ -82,3 +82,19 @@ func TestPassword(t *testing.T) {
 	_, err := Password("", file+".missing")
 	require.Error(t, err)
 }
+
+// TestRedactURL: a password in the user info or the query is hidden; keyword/value
+// strings are hidden whole; nothing else changes.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://drover:s3cret@db:5432/drover?sslmode=disable": "postgres://drover:xxxxx@db:5432/drover?sslmode=disable",
+		"postgres://drover@db/drover?password=s3cret":             "postgres://drover@db/drover?password=xxxxx",
+		"postgres://drover@db/drover":                             "postgres://drover@db/drover",
+		"host=db user=drover password=s3cret":                     "[redacted]",
+		"":                                                        "",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

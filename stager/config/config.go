@@ -293,7 +293,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("callback_url", c.CallbackURL),
 		slog.String("debug_address", c.DebugAddress),
 		slog.String("bbs_address", c.BBSAddress),
-		slog.String("database_url", redactURL(c.DatabaseURL)),
+		slog.String("database_url", libconfig.RedactURL(c.DatabaseURL)),
 		slog.String("database_password_file", c.DatabasePasswordFile),
 		slog.String("fileserver_url", c.FileserverURL),
 		slog.String("lifecycle_path", c.LifecyclePath),
@@ -305,21 +305,4 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("staging_disk_mb", int(c.StagingDiskMB)),
 		slog.String("log_level", c.LogLevel),
 	)
-}
-
-// redactURL hides a URL's password; keyword/value strings are hidden entirely.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		if raw == "" {
-			return ""
-		}
-		return "[redacted]"
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.Redacted()
 }
