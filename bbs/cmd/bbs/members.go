@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/test/bufconn"
 
+	"drover.dev/bbs/auctioneerclient"
 	"drover.dev/bbs/client"
 	"drover.dev/bbs/config"
 	"drover.dev/bbs/events"
@@ -59,8 +60,9 @@ type bbs struct {
 	serverTLS *tls.Config
 	// callbackTLS presents the BBS's certificate on task callbacks.
 	callbackTLS *tls.Config
-	reps        *repclient.Pool
-	auctioneer  *grpc.ClientConn // nil without auctioneer_address
+	// clientTLS is presented to reps and the auctioneer.
+	clientTLS *tls.Config
+	reps      *repclient.Pool
 	// databaseURL is the connection string with the password (never logged).
 	databaseURL string
 	names       authz.Names
@@ -109,13 +111,8 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 		metrics:     metrics,
 		serverTLS:   serverTLS,
 		callbackTLS: callbackTLS,
+		clientTLS:   clientTLS,
 		reps:        repclient.NewPool(clientTLS, repclient.Options{}),
-	}
-	if cfg.AuctioneerAddress != "" {
-		b.auctioneer, err = grpc.NewClient(cfg.AuctioneerAddress, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
-		if err != nil {
-			return nil, fmt.Errorf("auctioneer client: %w", err)
-		}
 	}
 	return b, nil
 }
@@ -123,9 +120,6 @@ func newBBS(cfg *config.Config, logger *slog.Logger, level *slog.LevelVar) (*bbs
 // Close releases the outbound connections.
 func (b *bbs) Close() {
 	_ = b.reps.Close()
-	if b.auctioneer != nil {
-		_ = b.auctioneer.Close()
-	}
 }
 
 // Members starts the BBS in dependency order and stops it in reverse.
@@ -204,11 +198,19 @@ func (b *bbs) runEventHub(signals <-chan os.Signal, ready chan<- struct{}) error
 }
 
 // runGRPCServer registers the BBS services, reports SERVING and serves gRPC over mTLS;
-// once stopped it waits (bounded) for side effects still in flight.
+// once stopped it waits (bounded) for side effects still in flight. With an
+// auctioneer_address, auctions go to the holder of the auctioneer lock, or to that
+// address while the lock holds no usable address.
 func (b *bbs) runGRPCServer(signals <-chan os.Signal, ready chan<- struct{}) error {
 	var auctioneer auctioneerv1.AuctioneerServiceClient
-	if b.auctioneer != nil {
-		auctioneer = auctioneerv1.NewAuctioneerServiceClient(b.auctioneer)
+	if b.cfg.AuctioneerAddress != "" {
+		c := auctioneerclient.New(b.db, auctioneerclient.Options{
+			Fallback:    b.cfg.AuctioneerAddress,
+			DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(b.clientTLS))},
+			Logger:      b.logger,
+		})
+		defer c.Close()
+		auctioneer = c
 	}
 	b.api = server.New(server.Deps{
 		DB:             b.db,
