@@ -13,7 +13,7 @@ import (
 )
 
 // bookwormPush is the flags of a push to the bookworm stack.
-var bookwormPush = []string{"--stack", "bookworm", "-m", "256M", "--disk", "1G"}
+var bookwormPush = []string{"--stack", "bookworm", "-m", "256M", "--disk", "256M"}
 
 // newBookwormStack starts two cells, the routing side, a fileserver and a stager with
 // the tree's buildpacks; only cell-1 has the bookworm stack.
@@ -23,6 +23,9 @@ func newBookwormStack(t *testing.T) *pushStack {
 		Cells:  2,
 		Stager: &devstacktest.StagerOptions{Bookworm: true},
 		ConfigureRep: func(i int, c *repconfig.Config) {
+			// Room for the apps, their next versions during a rollout and the staging
+			// tasks at once (the capacity is the auction's bookkeeping).
+			c.MemoryMB, c.DiskMB = 16384, 32768
 			if i == 2 {
 				delete(c.PreloadedRootFSes, "bookworm")
 			}

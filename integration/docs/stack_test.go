@@ -189,7 +189,8 @@ func (s *stack) destroy(t *testing.T) {
 			break
 		}
 		for _, pid := range pids {
-			t.Logf("clean-up: killing process %d left in the namespace", pid)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			t.Logf("clean-up: killing process %d left in the namespace: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(200 * time.Millisecond)
