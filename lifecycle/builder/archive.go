@@ -25,9 +25,11 @@ type TarGz struct {
 	Skipped []string // special files left out (sockets, devices, fifos)
 }
 
-// NewTarGz starts an archive on w; Close finishes it (it does not close w).
+// NewTarGz starts an archive on w; Close finishes it (it does not close w). It
+// compresses for speed: droplets and caches are written at every staging and read once
+// per cell.
 func NewTarGz(w io.Writer) *TarGz {
-	gz := gzip.NewWriter(w)
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed) // a valid level: never an error
 	return &TarGz{gz: gz, tw: tar.NewWriter(gz), seen: map[string]bool{}}
 }
 

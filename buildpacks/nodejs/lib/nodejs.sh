@@ -29,12 +29,12 @@ nodejs_has_dependencies() {
 process.exit(Object.keys(p.dependencies || {}).length ? 0 : 1)' "$1/package.json"
 }
 
-# nodejs_cache_key BUILD_DIR prints the node_modules cache key: the lock file (or
-# package.json without one) and the node version.
+# nodejs_cache_key BUILD_DIR NODE_VERSION prints the node_modules cache key: the lock
+# file (or package.json without one) and the node version.
 nodejs_cache_key() {
 	lock=$1/package-lock.json
 	[ -f "$lock" ] || lock=$1/package.json
-	{ cat "$lock"; node --version; } | sha256sum | cut -c1-32
+	{ cat "$lock"; echo "$2"; } | sha256sum | cut -c1-32
 }
 
 # nodejs_install BUILD_DIR CACHE_DIR restores node_modules from the cache or runs npm ci
@@ -42,15 +42,17 @@ nodejs_cache_key() {
 nodejs_install() {
 	build=$1 cache=$2
 	mkdir -p "$cache"
-	key=$(nodejs_cache_key "$build")
+	node_version=$(node --version)
+	key=$(nodejs_cache_key "$build" "$node_version")
 	saved=$cache/node_modules-$key
-	echo "       Using node $(node --version), npm $(npm --version)"
+	echo "       Using node $node_version"
 	rm -rf "$build/node_modules"
 	if [ -d "$saved" ]; then
 		echo "       Restoring node_modules from cache"
 		cp -a "$saved" "$build/node_modules"
 		return 0
 	fi
+	echo "       npm $(npm --version)"
 	cd "$build"
 	if [ -f package-lock.json ]; then
 		echo "       Installing node modules (npm ci)"
