@@ -119,6 +119,24 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// prepareStaging builds the lifecycle bundle's programs and, unless opts.NoBookworm, the
+// bookworm stack's image (scripts/stack.sh, cached), which the cells then preload.
+func (s *Stack) prepareStaging(ctx context.Context, opts Options) error {
+	if err := Build(ctx, s.Root, filepath.Join(s.BinDir, "lifecycle"), LifecycleBinaries...); err != nil {
+		return err
+	}
+	if opts.NoBookworm {
+		return nil
+	}
+	opts.Logf("building the bookworm stack (scripts/stack.sh; cached after the first time)")
+	image, err := EnsureStackImage(ctx, s.Root, "bookworm")
+	if err != nil {
+		return err
+	}
+	s.StackImages = map[string]string{"bookworm": image}
+	return nil
+}
+
 // orDefault sets *v to d when it is zero.
 func orDefault(v *int, d int) {
 	if *v == 0 {
@@ -221,16 +239,8 @@ func Up(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	if opts.Cells > 0 {
-		if err := Build(ctx, s.Root, filepath.Join(s.BinDir, "lifecycle"), LifecycleBinaries...); err != nil {
+		if err := s.prepareStaging(ctx, opts); err != nil {
 			return nil, err
-		}
-		if !opts.NoBookworm {
-			logf("building the bookworm stack (scripts/stack.sh; cached after the first time)")
-			image, err := EnsureStackImage(ctx, s.Root, "bookworm")
-			if err != nil {
-				return nil, err
-			}
-			s.StackImages = map[string]string{"bookworm": image}
 		}
 	}
 	passphrase, err := loadOrCreatePassphrase(filepath.Join(s.Home, "encryption.key"))

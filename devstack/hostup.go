@@ -98,16 +98,8 @@ func (s *Stack) describeHosts(ctx context.Context, opts Options) (*HostNATS, err
 	if err := Build(ctx, s.Root, s.BinDir, binaries...); err != nil {
 		return nil, err
 	}
-	if err := Build(ctx, s.Root, filepath.Join(s.BinDir, "lifecycle"), LifecycleBinaries...); err != nil {
+	if err := s.prepareStaging(ctx, opts); err != nil {
 		return nil, err
-	}
-	if !opts.NoBookworm {
-		logf("building the bookworm stack (scripts/stack.sh; cached after the first time)")
-		image, err := EnsureStackImage(ctx, s.Root, "bookworm")
-		if err != nil {
-			return nil, err
-		}
-		s.StackImages = map[string]string{"bookworm": image}
 	}
 	passphrase, err := loadOrCreatePassphrase(filepath.Join(s.Home, "encryption.key"))
 	if err != nil {
